@@ -1,0 +1,67 @@
+"""dl.free: tensors on NumPy/CuPy, reverse-mode autograd and differentiable ops.
+
+`import dlfree as dl` gives the core; `dl.nn`, `dl.optim`, `dl.metrics` and `dl.hf`
+come from separately installed distributions that share this namespace.
+"""
+
+from pkgutil import extend_path
+
+__path__ = extend_path(__path__, __name__)
+
+__version__ = "0.1.0"
+
+from . import autograd, linalg, ops  # noqa: E402
+from .autograd import enable_grad, is_grad_enabled, no_grad, set_grad_enabled  # noqa: E402
+from .creation import *  # noqa: E402,F403
+from .device import Device  # noqa: E402
+from .dtypes import (  # noqa: E402
+    DType,
+    bool_,
+    float16,
+    float32,
+    float64,
+    get_default_dtype,
+    int8,
+    int16,
+    int32,
+    int64,
+    set_default_dtype,
+    uint8,
+)
+from .errors import (  # noqa: E402
+    AutogradError,
+    CheckpointError,
+    DeviceError,
+    DLFreeError,
+    DTypeError,
+    PluginError,
+    ShapeError,
+)
+from .ops import *  # noqa: E402,F403
+from .random import Generator, get_rng_state, initial_seed, manual_seed, seed, set_rng_state  # noqa: E402,I001
+from .tensor import Parameter, Size, Tensor  # noqa: E402
+
+bool = bool_  # noqa: A001  (dl.bool, as torch.bool)
+half, double, long, short = float16, float64, int64, int16
+device = Device
+
+# Distributions that add a subpackage to this namespace, for a helpful error when missing.
+_PLUGIN_PACKAGES = {"nn": "dlfree-nn", "optim": "dlfree-optim", "metrics": "dlfree-metrics",
+                    "hf": "dlfree-hf"}
+
+
+def __getattr__(name: str):
+    if name in _PLUGIN_PACKAGES:
+        import importlib
+
+        try:
+            return importlib.import_module(f"{__name__}.{name}")
+        except ModuleNotFoundError as e:
+            if e.name != f"{__name__}.{name}":
+                raise
+            raise ModuleNotFoundError(
+                f"dlfree.{name} is provided by the distribution {_PLUGIN_PACKAGES[name]!r}, "
+                f"which is not installed; install it with: pip install {_PLUGIN_PACKAGES[name]}",
+                name=f"{__name__}.{name}",
+            ) from None
+    raise AttributeError(f"module 'dlfree' has no attribute {name!r}")

@@ -1,0 +1,191 @@
+"""Reverse-mode traversal: walk the graph from the outputs, summing gradients per node."""
+
+from __future__ import annotations
+
+from ..errors import AutogradError, ShapeError
+from ..tensor import Tensor
+from .function import Function
+from .grad_mode import STATE
+
+
+def _topological_order(roots) -> list:
+    """Nodes reachable from `roots`, every node after all nodes that consume it."""
+    post: list = []
+    seen: set = set()
+    for root in roots:
+        if root in seen:
+            continue
+        seen.add(root)
+        stack = [(root, iter(root.next_edges))]
+        while stack:
+            node, edges = stack[-1]
+            for e in edges:
+                if e is not None and e not in seen and isinstance(e, Function):
+                    seen.add(e)
+                    stack.append((e, iter(e.next_edges)))
+                    break
+            else:
+                stack.pop()
+                post.append(node)
+    post.reverse()
+    return post
+
+
+def _root_gradients(outputs, grad_outputs):
+    grads = []
+    for i, out in enumerate(outputs):
+        g = grad_outputs[i] if grad_outputs is not None else None
+        if g is None:
+            if out._data.size != 1:
+                raise AutogradError(
+                    f"grad can be implicitly created only for scalar outputs, but output {i} "
+                    f"has shape {tuple(out.shape)}; pass gradient= (a tensor of that shape), "
+                    "or reduce the output first, e.g. out.sum().backward()"
+                )
+            g = Tensor._make(out._device.xp.ones_like(out._data), out._device)
+        elif not isinstance(g, Tensor):
+            g = Tensor._make(out._device.xp.asarray(g, dtype=out._data.dtype), out._device)
+        if g.shape != out.shape:
+            raise ShapeError(
+                f"backward: gradient of shape {tuple(g.shape)} does not match output {i} of "
+                f"shape {tuple(out.shape)}; valid: a gradient of shape {tuple(out.shape)}"
+            )
+        grads.append(g)
+    return grads
+
+
+def _check_finite(node, grads) -> None:
+    for i, g in enumerate(grads):
+        if g is not None and not bool(g._device.xp.isfinite(g._data).all()):
+            bad = "nan" if bool(g._device.xp.isnan(g._data).any()) else "inf"
+            trace = getattr(node, "_trace", "")
+            raise AutogradError(
+                f"{node.name} returned {bad} values in its gradient for input {i}"
+                + (f"; the forward call that created it:\n{trace}" if trace else "")
+            )
+
+
+def run_backward(outputs, grad_outputs, retain_graph, create_graph, inputs=None,
+                 allow_unused=False):
+    """Propagate from `outputs`; accumulate into leaves' `.grad`, or return grads of `inputs`."""
+    outputs = list(outputs)
+    for i, out in enumerate(outputs):
+        if not out.requires_grad:
+            raise AutogradError(
+                f"element {i} of tensors does not require grad and does not have a grad_fn; "
+                "call requires_grad_() on the inputs you want gradients for before computing"
+            )
+    root_grads = _root_gradients(outputs, grad_outputs)
+    if retain_graph is None:
+        retain_graph = create_graph
+
+    grads: dict = {}
+    roots = []
+    for out, g in zip(outputs, root_grads):
+        key = out.grad_fn if out.grad_fn is not None else out
+        grads[key] = g if key not in grads else grads[key] + g
+        if out.grad_fn is not None:
+            roots.append(out.grad_fn)
+
+    # autograd.grad: capture at the tensors asked for instead of accumulating into .grad
+    targets = None
+    if inputs is not None:
+        targets = {}
+        for t in inputs:
+            if not t.requires_grad:
+                raise AutogradError(
+                    f"autograd.grad: an input of shape {tuple(t.shape)} does not require grad"
+                )
+            targets[t.grad_fn if t.grad_fn is not None else t] = None
+
+    anomaly = STATE.anomaly
+    prev_mode = STATE.enabled
+    STATE.enabled = create_graph
+    delivered = {id(g._data) for g in root_grads}
+    leaves = []
+    try:
+        for node in _topological_order(roots):
+            g = grads.pop(node, None)
+            if g is None:
+                continue
+            hooks = node.__dict__.get("pre_hooks")
+            if hooks:
+                for hook in list(hooks.values()):
+                    new = hook(g)
+                    if new is not None:
+                        g = new
+            if targets is not None and node in targets:
+                targets[node] = g
+            if node._freed:
+                raise AutogradError(
+                    f"{node.name}: trying to backward through the graph a second time (its "
+                    "saved tensors were freed by the first backward); pass retain_graph=True "
+                    "to the first backward() or autograd.grad() call to keep them"
+                )
+            in_grads = node.backward(g)
+            if anomaly:
+                _check_finite(node, in_grads)
+            if not retain_graph:
+                node.release()
+            for edge, gi in zip(node.next_edges, in_grads):
+                if gi is None or edge is None:
+                    continue
+                prev = grads.get(edge)
+                if prev is None:
+                    grads[edge] = gi
+                    if not isinstance(edge, Function):
+                        leaves.append(edge)
+                else:
+                    grads[edge] = prev + gi
+        for leaf in [o for o in outputs if o.grad_fn is None]:
+            if leaf not in leaves:
+                leaves.append(leaf)
+        for leaf in leaves:
+            g = grads.pop(leaf)
+            if leaf._hooks:
+                for hook in list(leaf._hooks.values()):
+                    new = hook(g)
+                    if new is not None:
+                        g = new
+            if targets is not None:
+                if leaf in targets:
+                    targets[leaf] = g
+                continue
+            _accumulate(leaf, g, create_graph, delivered)
+    finally:
+        STATE.enabled = prev_mode
+
+    if targets is None:
+        return None
+    result = []
+    for t in inputs:
+        g = targets[t.grad_fn if t.grad_fn is not None else t]
+        if g is None and not allow_unused:
+            raise AutogradError(
+                f"autograd.grad: an input of shape {tuple(t.shape)} was not used in computing "
+                "the outputs; pass allow_unused=True to get None for it"
+            )
+        result.append(g)
+    return tuple(result)
+
+
+def _accumulate(leaf, g, create_graph, delivered) -> None:
+    """Add `g` into `leaf.grad`, never aliasing an array another tensor owns."""
+    if g._data.dtype != leaf._data.dtype:
+        g = g.to(leaf.dtype)
+    if g.shape != leaf.shape:
+        g = g.expand(leaf.shape)
+    if not create_graph and g.requires_grad:
+        g = g.detach()
+    data = g._data
+    if id(data) in delivered or not data.flags.writeable or data.base is not None:
+        g = Tensor._make(data.copy(), g._device, g.requires_grad, g.grad_fn) \
+            if not create_graph else g.clone()
+    delivered.add(id(g._data))
+    if leaf.grad is None:
+        leaf.grad = g
+    elif create_graph:
+        leaf.grad = leaf.grad + g
+    else:
+        leaf.grad._data += g._data
+        leaf.grad._vc[0] += 1

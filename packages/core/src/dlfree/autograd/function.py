@@ -1,0 +1,132 @@
+"""`Function`: one differentiable op, its forward on arrays and its backward on Tensors."""
+
+from __future__ import annotations
+
+import traceback
+
+from ..errors import AutogradError, DeviceError
+from .grad_mode import STATE
+
+
+class Function:
+    """A node of the define-by-run graph.
+
+    Subclasses write `forward(self, *arrays, **params)` with `self.xp` and return one
+    array, and `backward(self, grad)` with Tensor ops returning one gradient (or None)
+    per input, so that backward is itself differentiable. `saves` lists the indices of
+    inputs kept for backward and `save_output` keeps the result; forward may set them
+    per call. `self.needs_input_grad` tells forward and backward which inputs need one.
+    """
+
+    saves: tuple = ()
+    save_output = False
+
+    @classmethod
+    def apply(cls, *inputs, **params):
+        device = inputs[0]._device
+        record = False
+        for t in inputs:
+            if t._device is not device:
+                raise DeviceError(
+                    f"{cls.__name__.lower()}: expected all tensors on one device, got "
+                    f"{device} and {t._device}; move one with .to(device)"
+                )
+            if t.requires_grad:
+                record = True
+        record = record and STATE.enabled
+        fn = cls.__new__(cls)
+        fn.xp = device.xp
+        fn.device = device
+        fn.needs_input_grad = tuple([t.requires_grad for t in inputs]) if record else None
+        out = fn.forward(*[t._data for t in inputs], **params)
+        if type(out) is not device.array_type:
+            out = device.xp.asarray(out)
+        result = _new(Tensor)
+        result._data = out
+        result._device = device
+        result.requires_grad = False
+        result.grad = None
+        result.grad_fn = None
+        result._vc = [0]
+        result._view = None
+        result._hooks = None
+        if record:
+            fn.next_edges = tuple([
+                t.grad_fn if t.grad_fn is not None else (t if t.requires_grad else None)
+                for t in inputs
+            ])
+            if fn.saves:
+                saved = tuple([inputs[i] for i in fn.saves])
+                fn._saved = saved
+                fn._versions = tuple([t._vc[0] for t in saved])
+            if fn.save_output:
+                fn._out = out
+                fn._out_vc = result._vc
+            if STATE.anomaly:
+                fn._trace = "".join(traceback.format_stack()[:-2])
+            fn._freed = False
+            result.requires_grad = True
+            result.grad_fn = fn
+        return result
+
+    def forward(self, *arrays, **params):
+        raise NotImplementedError
+
+    def backward(self, grad):
+        raise NotImplementedError
+
+    @property
+    def name(self) -> str:
+        return type(self).__name__ + "Backward"
+
+    def __repr__(self) -> str:
+        return f"<{self.name}>"
+
+    @property
+    def saved_tensors(self) -> tuple:
+        """The saved inputs (then the output, if saved), checked against in-place changes."""
+        if self._freed:
+            raise AutogradError(
+                f"{self.name}: trying to backward through the graph a second time (its saved "
+                "tensors were freed by the first backward); pass retain_graph=True to the "
+                "first backward() or autograd.grad() call to keep them"
+            )
+        saved = self._saved if self.saves else ()
+        for i, (t, v) in enumerate(zip(saved, self._versions if saved else ())):
+            if t._vc[0] != v:
+                raise AutogradError(
+                    f"one of the tensors needed for gradient computation has been modified by "
+                    f"an in-place operation: input {self.saves[i]} of shape {tuple(t.shape)} "
+                    f"saved by {self.name} is at version {t._vc[0]}, expected version {v}; "
+                    "use the out-of-place op, or clone() the tensor before modifying it"
+                )
+        if not self.save_output:
+            return saved
+        if self._out_vc[0] != 0:
+            raise AutogradError(
+                f"one of the tensors needed for gradient computation has been modified by an "
+                f"in-place operation: the output of shape {self._out.shape} saved by "
+                f"{self.name} is at version {self._out_vc[0]}, expected version 0; use the "
+                "out-of-place op, or clone() the output before modifying it"
+            )
+        out = Tensor._make(self._out, self.device)
+        out._vc = self._out_vc
+        if STATE.enabled:
+            out.requires_grad = True
+            out.grad_fn = self
+        return saved + (out,)
+
+    def release(self) -> None:
+        """Drop what forward kept for backward; the node stays as a marker in the graph."""
+        keep = {k: self.__dict__[k] for k in ("xp", "device", "needs_input_grad", "next_edges")}
+        pre_hooks = self.__dict__.get("pre_hooks")
+        self.__dict__.clear()
+        self.__dict__.update(keep)
+        if pre_hooks:
+            self.pre_hooks = pre_hooks
+        self._freed = True
+
+
+from ..tensor import Tensor  # noqa: E402  (tensor.py imports this module)
+
+_new = object.__new__

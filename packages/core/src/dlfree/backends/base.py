@@ -1,0 +1,41 @@
+"""The `Backend` contract: an array module plus reference kernels written against `self.xp`."""
+
+from __future__ import annotations
+
+
+class Backend:
+    """An array library that holds tensor data for one device type.
+
+    Subclasses set `name`, `device_type` and `xp`, and override a kernel only where
+    their array module has a faster way; every default here is written against `xp`.
+    """
+
+    name: str = ""
+    device_type: str = ""
+    xp = None
+    array_type: type = object
+
+    def is_available(self) -> bool:
+        """True when arrays can be created on this backend's devices right now."""
+        return True
+
+    def device_count(self) -> int:
+        return 1
+
+    def asarray(self, obj, dtype=None, index: int = 0):
+        """An array of this backend on device `index` holding `obj`."""
+        return self.xp.asarray(obj, dtype=dtype)
+
+    def to_numpy(self, array):
+        """A NumPy array with the same contents (a copy where the data lives elsewhere)."""
+        return array
+
+    def device_index(self, array) -> int:
+        return 0
+
+    def synchronize(self, index: int = 0) -> None:
+        """Wait for queued work on the device; a no-op on synchronous backends."""
+
+    def scatter_add(self, target, index, values) -> None:
+        """Add `values` into `target[index]`, summing repeated indices (in place)."""
+        self.xp.add.at(target, index, values)

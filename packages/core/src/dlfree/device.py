@@ -1,0 +1,82 @@
+"""Devices: where a tensor's data lives, and the backend that computes on it."""
+
+from __future__ import annotations
+
+from .backends import Backend, NumpyBackend
+from .errors import DeviceError
+
+_backends: dict[str, Backend] = {"cpu": NumpyBackend()}
+_devices: dict[tuple[str, int], Device] = {}
+
+
+class Device:
+    """A device such as `cpu` or `cuda:0`; equal devices are the same object."""
+
+    __slots__ = ("type", "index", "backend", "xp", "array_type")
+
+    def __new__(cls, spec="cpu", index: int | None = None):
+        if isinstance(spec, Device):
+            return spec
+        if not isinstance(spec, str):
+            raise DeviceError(f"device must be a string like 'cpu' or 'cuda:0', got {spec!r}")
+        kind, _, num = spec.partition(":")
+        if num:
+            if not num.isdigit():
+                raise DeviceError(f"bad device string {spec!r}; expected 'type' or 'type:index'")
+            index = int(num)
+        key = (kind, index or 0)
+        dev = _devices.get(key)
+        if dev is not None:
+            return dev
+        backend = _backends.get(kind)
+        if backend is None:
+            known = ", ".join(sorted(_backends))
+            raise DeviceError(f"unknown device type {kind!r}; known device types: {known}")
+        if not backend.is_available():
+            raise DeviceError(f"device {spec!r} is not available: backend {backend.name!r} "
+                              "cannot create arrays here")
+        if key[1] >= backend.device_count():
+            raise DeviceError(f"device {kind}:{key[1]} does not exist; "
+                              f"{backend.device_count()} {kind} device(s) found")
+        dev = object.__new__(cls)
+        dev.type, dev.index, dev.backend, dev.xp = kind, key[1], backend, backend.xp
+        dev.array_type = backend.array_type
+        _devices[key] = dev
+        return dev
+
+    def __repr__(self) -> str:
+        return f"device(type='{self.type}')" if self.type == "cpu" else \
+            f"device(type='{self.type}', index={self.index})"
+
+    def __str__(self) -> str:
+        return "cpu" if self.type == "cpu" else f"{self.type}:{self.index}"
+
+    def __eq__(self, other) -> bool:
+        if isinstance(other, str):
+            try:
+                other = Device(other)
+            except DeviceError:
+                return False
+        return self is other
+
+    __hash__ = object.__hash__
+
+    def __reduce__(self):
+        return (Device, (str(self),))
+
+
+CPU = Device("cpu")
+
+
+def device_of_array(array) -> Device:
+    """The device that holds `array` (raises for array types no backend owns)."""
+    t = type(array)
+    for kind, backend in _backends.items():
+        if t is backend.array_type:
+            return Device(kind, backend.device_index(array))
+    raise DeviceError(f"no backend holds arrays of type {t.__module__}.{t.__name__}")
+
+
+def register_backend(backend: Backend) -> None:
+    """Make `backend` serve devices of type `backend.device_type`."""
+    _backends[backend.device_type] = backend

@@ -1,0 +1,150 @@
+"""dl.free dtypes, the default floating dtype and PyTorch's type-promotion rules."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .errors import DTypeError
+
+
+class DType:
+    """A tensor element type; wraps the NumPy dtype that stores it."""
+
+    __slots__ = ("name", "np", "is_floating_point", "is_signed", "itemsize", "category")
+
+    def __init__(self, name: str):
+        self.name = name
+        self.np = np.dtype(name)
+        kind = self.np.kind
+        self.is_floating_point = kind == "f"
+        self.is_signed = kind in "fi"
+        self.itemsize = self.np.itemsize
+        # 0 bool < 1 integer < 2 floating: the order PyTorch promotes by.
+        self.category = {"b": 0, "u": 1, "i": 1, "f": 2}[kind]
+
+    def __repr__(self) -> str:
+        return f"dlfree.{self.name}"
+
+    def __reduce__(self):
+        return (_by_name.__getitem__, (self.name,))
+
+
+bool_ = DType("bool")
+uint8 = DType("uint8")
+int8 = DType("int8")
+int16 = DType("int16")
+int32 = DType("int32")
+int64 = DType("int64")
+float16 = DType("float16")
+float32 = DType("float32")
+float64 = DType("float64")
+
+ALL = (bool_, uint8, int8, int16, int32, int64, float16, float32, float64)
+_by_name = {d.name: d for d in ALL}
+_by_np = {d.np: d for d in ALL}
+_aliases = {
+    "half": float16, "float": float32, "double": float64, "short": int16,
+    "int": int32, "long": int64, "bool": bool_,
+}
+
+_default_float = [float32]
+
+
+def get_default_dtype() -> DType:
+    """The dtype of floating tensors created from Python floats (float32 unless changed)."""
+    return _default_float[0]
+
+
+def set_default_dtype(dtype) -> None:
+    """Set the dtype that Python floats and floating factories produce."""
+    d = as_dtype(dtype)
+    if not d.is_floating_point:
+        raise DTypeError(
+            f"set_default_dtype: {d!r} is not a floating dtype; valid: float16, float32, float64"
+        )
+    _default_float[0] = d
+    _scalar_cache.clear()
+
+
+def as_dtype(spec) -> DType:
+    """Resolve a DType, NumPy dtype, Python type or name to a DType."""
+    if type(spec) is DType:
+        return spec
+    if spec is float:
+        return _default_float[0]
+    if spec is int:
+        return int64
+    if spec is bool:
+        return bool_
+    if isinstance(spec, str) and spec in _aliases:
+        return _aliases[spec]
+    try:
+        return _by_np[np.dtype(spec)]
+    except (TypeError, KeyError):
+        valid = ", ".join(d.name for d in ALL)
+        raise DTypeError(f"unsupported dtype {spec!r}; valid: {valid}") from None
+
+
+def from_np(np_dtype) -> DType:
+    """The DType stored in a NumPy/CuPy dtype."""
+    try:
+        return _by_np[np_dtype]
+    except KeyError:
+        valid = ", ".join(d.name for d in ALL)
+        raise DTypeError(f"arrays of dtype {np_dtype} are not supported; valid: {valid}") from None
+
+
+def _category_of_scalar(x) -> int:
+    if isinstance(x, bool):
+        return 0
+    if isinstance(x, int):
+        return 1
+    if isinstance(x, float):
+        return 2
+    raise DTypeError(f"unsupported scalar {x!r} of type {type(x).__name__}; valid: bool, int, float")
+
+
+_scalar_cache: dict = {}
+
+
+def _default_for(category: int) -> np.dtype:
+    return (bool_, int64, _default_float[0])[category].np
+
+
+def result_type(*operands) -> np.dtype:
+    """PyTorch's promotion over tensors and Python scalars; returns a NumPy dtype.
+
+    Dimensioned tensors decide first; a zero-dim tensor, then a Python scalar, only
+    lifts the result when it belongs to a higher category (bool < int < float).
+    """
+    tiers: list[list] = [[], [], []]  # dimensioned arrays, zero-dim arrays, scalars
+    for op in operands:
+        data = getattr(op, "_data", None)
+        if data is not None and hasattr(data, "dtype"):
+            tiers[0 if data.ndim else 1].append(data.dtype)
+        else:
+            tiers[2].append(_category_of_scalar(op))
+    result = None
+    for tier, items in enumerate(tiers):
+        if not items:
+            continue
+        if tier < 2:
+            dt = items[0]
+            for other in items[1:]:
+                dt = _promote_pair(dt, other)
+            cat = _by_np[dt].category
+        else:
+            cat = max(items)
+            dt = _default_for(cat)
+        if result is None or cat > _by_np[result].category:
+            result = dt
+    return result
+
+
+def _promote_pair(a: np.dtype, b: np.dtype) -> np.dtype:
+    if a == b:
+        return a
+    ca, cb = _by_np[a].category, _by_np[b].category
+    if ca != cb:
+        return a if ca > cb else b
+    return np.promote_types(a, b)

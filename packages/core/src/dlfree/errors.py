@@ -1,0 +1,29 @@
+"""The dl.free error hierarchy: one root, each subclass also a built-in it refines."""
+
+
+class DLFreeError(Exception):
+    """Root of every error dl.free raises on purpose."""
+
+
+class ShapeError(DLFreeError, ValueError):
+    """Operand shapes that an op cannot combine."""
+
+
+class DeviceError(DLFreeError, RuntimeError):
+    """A device that is missing, unusable, or mixed with another in one op."""
+
+
+class DTypeError(DLFreeError, TypeError):
+    """A dtype an op does not accept."""
+
+
+class AutogradError(DLFreeError, RuntimeError):
+    """Misuse of the autograd graph (freed graph, modified saved tensor, non-scalar root)."""
+
+
+class PluginError(DLFreeError, RuntimeError):
+    """A plugin that cannot be loaded, or a registry name that is unknown or taken twice."""
+
+
+class CheckpointError(DLFreeError, ValueError):
+    """A model or checkpoint file that is corrupt, truncated or does not fit."""

@@ -1,0 +1,91 @@
+"""Helpers every op family shares: method binding, operand promotion, unbroadcasting."""
+
+from __future__ import annotations
+
+import numbers
+
+from .. import dtypes
+from ..errors import DTypeError, ShapeError
+from ..tensor import Tensor
+
+
+def tensor_method(*names):
+    """Attach the decorated function to `Tensor` under its own name or the given names."""
+
+    def bind(fn):
+        for name in names or (fn.__name__,):
+            setattr(Tensor, name, fn)
+        return fn
+
+    return bind
+
+
+def scalar_tensor(value, like: Tensor, np_dtype=None) -> Tensor:
+    """A constant 0-d tensor on `like`'s device."""
+    dev = like._device
+    return Tensor._make(dev.xp.asarray(value, dtype=np_dtype or like._data.dtype), dev)
+
+
+def promote(a, b, op: str):
+    """Both operands as tensors of PyTorch's result dtype (scalars become constants)."""
+    if type(a) is type(b) is Tensor and a._data.dtype == b._data.dtype:
+        return a, b
+    if not isinstance(a, Tensor | numbers.Number) or not isinstance(b, Tensor | numbers.Number):
+        bad = b if isinstance(a, Tensor) else a
+        raise DTypeError(f"{op}: unsupported operand of type {type(bad).__name__}; "
+                         "valid: Tensor, int, float, bool")
+    dt = dtypes.result_type(a, b)
+    like = a if isinstance(a, Tensor) else b
+    a = a if not isinstance(a, Tensor) or a._data.dtype == dt else a.to(dt)
+    b = b if not isinstance(b, Tensor) or b._data.dtype == dt else b.to(dt)
+    if not isinstance(a, Tensor):
+        a = scalar_tensor(a, like, dt)
+    if not isinstance(b, Tensor):
+        b = scalar_tensor(b, like, dt)
+    return a, b
+
+
+def as_tensor_like(x, like: Tensor) -> Tensor:
+    """`x` itself if it is a tensor, else a constant of `like`'s dtype and device."""
+    return x if isinstance(x, Tensor) else scalar_tensor(x, like)
+
+
+def sum_to(grad: Tensor, shape: tuple) -> Tensor:
+    """Sum a broadcast gradient back down to `shape` (the adjoint of broadcasting)."""
+    if grad.shape == shape:
+        return grad
+    lead = grad.ndim - len(shape)
+    axes = tuple(range(lead)) + tuple(
+        i + lead for i, s in enumerate(shape) if s == 1 and grad.shape[i + lead] != 1
+    )
+    out = grad.sum(dim=axes, keepdim=True) if axes else grad
+    return out.reshape(shape) if out.shape != shape else out
+
+
+def normalize_dim(dim: int, ndim: int, op: str) -> int:
+    """A dim in [-ndim, ndim) made non-negative; 0-d tensors accept dims -1 and 0."""
+    n = max(ndim, 1)
+    if not isinstance(dim, numbers.Integral) or not -n <= dim < n:
+        raise ShapeError(
+            f"{op}: dim {dim} is out of range for a tensor with {ndim} dimension(s); "
+            f"valid: [{-n}, {n - 1}]"
+        )
+    return int(dim) % n
+
+
+def normalize_dims(dim, ndim: int, op: str) -> tuple:
+    """`dim` (None, int or sequence) as a sorted tuple of non-negative dims."""
+    if dim is None:
+        return tuple(range(ndim))
+    if isinstance(dim, numbers.Integral):
+        return (normalize_dim(dim, ndim, op),) if ndim else ()
+    dims = tuple(sorted(normalize_dim(d, ndim, op) for d in dim)) if ndim else ()
+    if len(set(dims)) != len(dims):
+        raise ShapeError(f"{op}: dim {tuple(dim)} names a dimension twice")
+    return dims
+
+
+def require_float(t: Tensor, op: str) -> None:
+    if t._data.dtype.kind != "f":
+        raise DTypeError(f"{op}: expected a floating-point tensor, got {t.dtype!r}; "
+                         "convert first, e.g. x.float()")

@@ -1,0 +1,327 @@
+"""`Tensor`: a backend array plus the autograd fields, with PyTorch's names and semantics.
+
+The op methods (`+`, `sum`, `reshape`, ...) are attached by the modules in `dlfree.ops`,
+one file per op family; this file holds what every tensor is.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from . import dtypes
+from .autograd.grad_mode import STATE
+from .device import CPU, Device
+from .errors import AutogradError, DTypeError
+
+
+class Tensor:
+    """An n-dimensional array on a device that can record the ops applied to it."""
+
+    __slots__ = ("_data", "_device", "requires_grad", "grad", "grad_fn", "_vc", "_view",
+                 "_hooks", "__weakref__")
+
+    # Let Tensor win over NumPy arrays in mixed binary ops (ndarray + Tensor -> Tensor).
+    __array_priority__ = 1000
+
+    def __init__(self, data, dtype=None, device=None, requires_grad: bool = False):
+        from .creation import _as_array
+
+        dev = Device(device) if device is not None else None
+        array, dev = _as_array(data, dtype, dev, copy=True)
+        self._data = array
+        self._device = dev
+        self.requires_grad = False
+        self.grad = None
+        self.grad_fn = None
+        self._vc = [0]
+        self._view = None
+        self._hooks = None
+        if requires_grad:
+            self.requires_grad_(True)
+
+    @staticmethod
+    def _make(data, device=CPU, requires_grad=False, grad_fn=None):
+        """Wrap a backend array without copying or checking (internal fast path)."""
+        t = _new(Tensor)
+        t._data = data
+        t._device = device
+        t.requires_grad = requires_grad
+        t.grad = None
+        t.grad_fn = grad_fn
+        t._vc = [0]
+        t._view = None
+        t._hooks = None
+        return t
+
+    # ----------------------------------------------------------------- properties
+    @property
+    def shape(self) -> Size:
+        return Size(self._data.shape)
+
+    @property
+    def ndim(self) -> int:
+        return self._data.ndim
+
+    @property
+    def dtype(self) -> dtypes.DType:
+        return dtypes.from_np(self._data.dtype)
+
+    @property
+    def device(self) -> Device:
+        return self._device
+
+    @property
+    def is_leaf(self) -> bool:
+        return self.grad_fn is None
+
+    @property
+    def is_cuda(self) -> bool:
+        return self._device.type == "cuda"
+
+    @property
+    def array(self):
+        """The backend array itself (NumPy or CuPy), shared, not a copy."""
+        return self._data
+
+    @property
+    def data(self) -> Tensor:
+        """A tensor sharing this one's memory, cut from the graph (PyTorch's `.data`)."""
+        return Tensor._make(self._data, self._device)
+
+    @data.setter
+    def data(self, value: Tensor) -> None:
+        if not isinstance(value, Tensor):
+            raise DTypeError(f".data must be set to a Tensor, got {type(value).__name__}")
+        self._data = value._data
+        self._device = value._device
+
+    @property
+    def retains_grad(self) -> bool:
+        fn = self.grad_fn
+        return fn is not None and "_retain" in (fn.__dict__.get("pre_hooks") or {})
+
+    def size(self, dim: int | None = None):
+        return self.shape if dim is None else self._data.shape[dim]
+
+    def dim(self) -> int:
+        return self._data.ndim
+
+    def numel(self) -> int:
+        return int(self._data.size)
+
+    nelement = numel
+
+    def element_size(self) -> int:
+        return self._data.itemsize
+
+    def stride(self, dim: int | None = None):
+        strides = tuple(s // self._data.itemsize for s in self._data.strides)
+        return strides if dim is None else strides[dim]
+
+    def is_contiguous(self) -> bool:
+        return bool(self._data.flags.c_contiguous)
+
+    def is_floating_point(self) -> bool:
+        return self._data.dtype.kind == "f"
+
+    def __len__(self) -> int:
+        if self._data.ndim == 0:
+            raise TypeError("len() of a 0-d tensor")
+        return self._data.shape[0]
+
+    def __iter__(self):
+        if self._data.ndim == 0:
+            raise TypeError("iteration over a 0-d tensor")
+        return iter(self.unbind(0))
+
+    __hash__ = object.__hash__
+
+    # ------------------------------------------------------------ conversions
+    def numpy(self, force: bool = False) -> np.ndarray:
+        """The data as a NumPy array (shared on the CPU, copied from other devices)."""
+        if self.requires_grad and not force:
+            raise AutogradError(
+                "numpy(): can't convert a tensor that requires grad; use tensor.detach().numpy()"
+            )
+        return self._device.backend.to_numpy(self._data)
+
+    def __array__(self, dtype=None, copy=None):
+        array = self._device.backend.to_numpy(self._data)
+        return array if dtype is None else array.astype(dtype, copy=False)
+
+    def item(self):
+        if self._data.size != 1:
+            raise ValueError(
+                f"item(): a tensor with {self._data.size} elements cannot be converted to a "
+                "Python scalar; valid: tensors with exactly one element"
+            )
+        return self._device.backend.to_numpy(self._data).reshape(()).item()
+
+    def tolist(self):
+        return self._device.backend.to_numpy(self._data).tolist()
+
+    def __bool__(self) -> bool:
+        if self._data.size != 1:
+            raise ValueError(
+                f"the truth value of a tensor with {self._data.size} elements is ambiguous; "
+                "use .any() or .all()"
+            )
+        return bool(self.item())
+
+    def __float__(self) -> float:
+        return float(self.item())
+
+    def __int__(self) -> int:
+        return int(self.item())
+
+    def __index__(self) -> int:
+        if self._data.dtype.kind not in "iub" or self._data.size != 1:
+            raise TypeError("only integer tensors of a single element can be used as an index")
+        return int(self.item())
+
+    def __repr__(self) -> str:
+        array = self._device.backend.to_numpy(self._data)
+        body = np.array2string(array, separator=", ", precision=4, prefix="tensor(",
+                               threshold=1000, edgeitems=3)
+        extras = []
+        if self._device.type != "cpu":
+            extras.append(f"device='{self._device}'")
+        if array.dtype not in (dtypes.get_default_dtype().np, np.int64, np.bool_) or \
+                array.size == 0:
+            extras.append(f"dtype={self.dtype!r}")
+        if self.grad_fn is not None:
+            extras.append(f"grad_fn={self.grad_fn!r}")
+        elif self.requires_grad:
+            extras.append("requires_grad=True")
+        return "tensor(" + ", ".join([body, *extras]) + ")"
+
+    # ------------------------------------------------------------- autograd
+    def requires_grad_(self, requires_grad: bool = True) -> Tensor:
+        if self.grad_fn is not None and not requires_grad:
+            raise AutogradError(
+                "requires_grad_(False) on a non-leaf tensor; use detach() to cut it from the graph"
+            )
+        if requires_grad and self._data.dtype.kind != "f":
+            raise DTypeError(
+                f"only floating-point tensors can require gradients, got {self.dtype!r}; "
+                "convert first, e.g. x.float()"
+            )
+        self.requires_grad = bool(requires_grad)
+        return self
+
+    def detach(self) -> Tensor:
+        """The same data with no history; shares memory and the version counter."""
+        t = Tensor._make(self._data, self._device)
+        t._vc = self._vc
+        return t
+
+    def detach_(self) -> Tensor:
+        self.grad_fn = None
+        self.requires_grad = False
+        return self
+
+    def backward(self, gradient=None, retain_graph=None, create_graph: bool = False,
+                 inputs=None) -> None:
+        """Accumulate d(self)/d(leaf) into every leaf's `.grad` (or only into `inputs`)."""
+        if inputs is None:
+            _engine.run_backward([self], None if gradient is None else [gradient], retain_graph,
+                         create_graph)
+            return
+        inputs = [inputs] if isinstance(inputs, Tensor) else list(inputs)
+        grads = _engine.run_backward([self], None if gradient is None else [gradient], retain_graph,
+                             create_graph, inputs=inputs, allow_unused=True)
+        for t, g in zip(inputs, grads):
+            if g is not None:
+                _engine._accumulate(t, g, create_graph, set())
+
+    def register_hook(self, hook) -> _HookHandle:
+        """Call `hook(grad)` when this tensor's gradient is computed; it may return a new one."""
+        if not self.requires_grad:
+            raise AutogradError("cannot register a hook on a tensor that doesn't require grad")
+        if self.grad_fn is not None:
+            hooks = self.grad_fn.__dict__.setdefault("pre_hooks", {})
+        else:
+            if self._hooks is None:
+                self._hooks = {}
+            hooks = self._hooks
+        handle = _HookHandle(hooks)
+        hooks[handle.key] = hook
+        return handle
+
+    def retain_grad(self) -> None:
+        """Keep `.grad` on this non-leaf tensor after backward (leaves always keep it)."""
+        if not self.requires_grad:
+            raise AutogradError("can't retain_grad on a tensor that doesn't require grad")
+        if self.grad_fn is None or self.retains_grad:
+            return
+        import weakref
+
+        ref = weakref.ref(self)
+
+        def _retain(grad):
+            t = ref()
+            if t is not None:
+                g = grad.detach() if not STATE.enabled else grad
+                t.grad = g.clone() if t.grad is None else t.grad + g
+            return None
+
+        self.grad_fn.__dict__.setdefault("pre_hooks", {})["_retain"] = _retain
+
+
+class Size(tuple):
+    """A tensor's shape: a tuple of ints, as in PyTorch."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return f"dlfree.Size({list(self)})"
+
+    def numel(self) -> int:
+        n = 1
+        for s in self:
+            n *= s
+        return n
+
+
+class _HookHandle:
+    """Returned by `register_hook`; `remove()` takes the hook away again."""
+
+    _next_key = 0
+
+    def __init__(self, hooks: dict):
+        _HookHandle._next_key += 1
+        self.key = _HookHandle._next_key
+        self._hooks = hooks
+
+    def remove(self) -> None:
+        self._hooks.pop(self.key, None)
+
+
+class Parameter(Tensor):
+    """A tensor that is a model's learnable weight: requires grad and is collected by modules."""
+
+    __slots__ = ()
+
+    def __init__(self, data=None, requires_grad: bool = True):
+        if data is None:
+            data = np.empty((0,), dtype=dtypes.get_default_dtype().np)
+        if isinstance(data, Tensor):
+            self._data, self._device = data._data, data._device
+        else:
+            super().__init__(data)
+        self.requires_grad = False
+        self.grad = None
+        self.grad_fn = None
+        self._vc = [0]
+        self._view = None
+        self._hooks = None
+        if requires_grad:
+            self.requires_grad_(True)
+
+    def __repr__(self) -> str:
+        return "Parameter containing:\n" + super().__repr__()
+
+
+_new = object.__new__
+
+from .autograd import engine as _engine  # noqa: E402  (engine imports Tensor)
