@@ -1,6 +1,6 @@
 """The differentiable ops, one module per family; importing this binds the Tensor methods."""
 
-from . import cast, comparison, elementwise, indexing, linalg, reduction, shape, softmax  # noqa: F401
+from . import cast, comparison, elementwise, indexing, linalg, reduction, shape, softmax
 from .cast import *  # noqa: F403
 from .comparison import *  # noqa: F403
 from .elementwise import *  # noqa: F403
@@ -9,3 +9,6 @@ from .linalg import *  # noqa: F403
 from .reduction import *  # noqa: F403
 from .shape import *  # noqa: F403
 from .softmax import *  # noqa: F403
+
+__all__ = [name for family in (cast, comparison, elementwise, indexing, linalg, reduction,
+                               shape, softmax) for name in family.__all__]
