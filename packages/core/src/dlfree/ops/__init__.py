@@ -1,6 +1,7 @@
 """The differentiable ops, one module per family; importing this binds the Tensor methods."""
 
-from . import cast, comparison, elementwise, indexing, linalg, reduction, shape, softmax
+import importlib
+
 from .cast import *  # noqa: F403
 from .comparison import *  # noqa: F403
 from .elementwise import *  # noqa: F403
@@ -10,5 +11,7 @@ from .reduction import *  # noqa: F403
 from .shape import *  # noqa: F403
 from .softmax import *  # noqa: F403
 
-__all__ = [name for family in (cast, comparison, elementwise, indexing, linalg, reduction,
-                               shape, softmax) for name in family.__all__]
+FAMILIES = ("cast", "comparison", "elementwise", "indexing", "linalg", "reduction", "shape",
+            "softmax")
+__all__ = [name for family in FAMILIES
+           for name in importlib.import_module(f"{__name__}.{family}").__all__]
