@@ -89,3 +89,19 @@ def require_float(t: Tensor, op: str) -> None:
     if t._data.dtype.kind != "f":
         raise DTypeError(f"{op}: expected a floating-point tensor, got {t.dtype!r}; "
                          "convert first, e.g. x.float()")
+
+
+def as_view(out: Tensor, base: Tensor, replay) -> Tensor:
+    """Record that `out` shares `base`'s memory (call only when it really does).
+
+    They then share one version counter, so an in-place change through either one is
+    seen by the graph, and `replay(root)` redoes the chain of views from the root tensor,
+    which is how an in-place op on a view is written back into its base's history.
+    """
+    if base._view is not None:
+        root, base_replay = base._view
+        out._view = (root, lambda r: replay(base_replay(r)))
+    else:
+        out._view = (base, replay)
+    out._vc = base._vc
+    return out
