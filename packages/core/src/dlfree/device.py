@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+
 from .backends import Backend, NumpyBackend
 from .errors import DeviceError
 
@@ -12,7 +14,7 @@ _devices: dict[tuple[str, int], Device] = {}
 class Device:
     """A device such as `cpu` or `cuda:0`; equal devices are the same object."""
 
-    __slots__ = ("type", "index", "backend", "xp", "array_type")
+    __slots__ = ("type", "index", "backend", "xp", "array_type", "quiet")
 
     def __new__(cls, spec="cpu", index: int | None = None):
         if isinstance(spec, Device):
@@ -41,6 +43,9 @@ class Device:
         dev = object.__new__(cls)
         dev.type, dev.index, dev.backend, dev.xp = kind, key[1], backend, backend.xp
         dev.array_type = backend.array_type
+        errstate = getattr(backend.xp, "errstate", None)
+        # torch never warns on inf/nan results; NumPy would, so ops run inside this
+        dev.quiet = (lambda: errstate(all="ignore")) if errstate else contextlib.nullcontext
         _devices[key] = dev
         return dev
 

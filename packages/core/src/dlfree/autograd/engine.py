@@ -99,8 +99,11 @@ def run_backward(outputs, grad_outputs, retain_graph, create_graph, inputs=None,
             targets[t.grad_fn if t.grad_fn is not None else t] = None
 
     anomaly = STATE.anomaly
-    prev_mode = STATE.enabled
+    prev_mode, prev_quiet = STATE.enabled, STATE.quiet
     STATE.enabled = create_graph
+    STATE.quiet = True
+    quiet = outputs[0]._device.quiet()
+    quiet.__enter__()
     delivered = {id(g._data) for g in root_grads}
     leaves = []
     try:
@@ -153,7 +156,8 @@ def run_backward(outputs, grad_outputs, retain_graph, create_graph, inputs=None,
                 continue
             _accumulate(leaf, g, create_graph, delivered)
     finally:
-        STATE.enabled = prev_mode
+        STATE.enabled, STATE.quiet = prev_mode, prev_quiet
+        quiet.__exit__(None, None, None)
 
     if targets is None:
         return None

@@ -38,7 +38,11 @@ class Function:
         fn.xp = device.xp
         fn.device = device
         fn.needs_input_grad = tuple([t.requires_grad for t in inputs]) if record else None
-        out = fn.forward(*[t._data for t in inputs], **params)
+        if STATE.quiet:
+            out = fn.forward(*[t._data for t in inputs], **params)
+        else:
+            with device.quiet():
+                out = fn.forward(*[t._data for t in inputs], **params)
         if type(out) is not device.array_type:
             out = device.xp.asarray(out)
         result = _new(Tensor)

@@ -11,6 +11,7 @@ class _State(threading.local):
 
     enabled = True
     anomaly = False
+    quiet = False  # True while floating-point warnings are already silenced (in backward)
 
 
 STATE = _State()

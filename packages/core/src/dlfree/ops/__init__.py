@@ -6,12 +6,13 @@ from .cast import *  # noqa: F403
 from .comparison import *  # noqa: F403
 from .elementwise import *  # noqa: F403
 from .indexing import *  # noqa: F403
+from .inplace import *  # noqa: F403
 from .linalg import *  # noqa: F403
 from .reduction import *  # noqa: F403
 from .shape import *  # noqa: F403
 from .softmax import *  # noqa: F403
 
-FAMILIES = ("cast", "comparison", "elementwise", "indexing", "linalg", "reduction", "shape",
-            "softmax")
+FAMILIES = ("cast", "comparison", "elementwise", "indexing", "inplace", "linalg", "reduction",
+            "shape", "softmax")
 __all__ = [name for family in FAMILIES
            for name in importlib.import_module(f"{__name__}.{family}").__all__]
