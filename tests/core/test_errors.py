@@ -1,0 +1,109 @@
+"""The error hierarchy, and the messages users see for common mistakes."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import dlfree as dl
+from dlfree.backends import NumpyBackend
+from dlfree.device import _backends, register_backend
+
+
+def test_hierarchy_refines_builtins():
+    assert issubclass(dl.ShapeError, dl.DLFreeError) and issubclass(dl.ShapeError, ValueError)
+    assert issubclass(dl.DTypeError, TypeError)
+    assert issubclass(dl.DeviceError, dl.DLFreeError)
+    assert issubclass(dl.AutogradError, RuntimeError)
+    assert issubclass(dl.CheckpointError, dl.DLFreeError)
+    assert issubclass(dl.PluginError, dl.DLFreeError)
+
+
+def test_wrong_shape_matmul_names_shapes_and_rule():
+    with pytest.raises(dl.ShapeError, match=r"matmul: shapes \(2, 3\) and \(4, 5\) cannot be "
+                                            r"multiplied \(3 columns vs 4 rows\)"):
+        dl.ones(2, 3) @ dl.ones(4, 5)
+
+
+def test_broadcast_failure_is_a_shape_error():
+    with pytest.raises(dl.ShapeError, match=r"expand.*\(3,\).*\(2,\)"):
+        dl.ones(3).expand(2)
+    with pytest.raises(dl.ShapeError, match="reshape: shape \\(4,\\) is invalid"):
+        dl.ones(2, 3).reshape(4)
+
+
+def test_backward_on_non_scalar_needs_a_gradient():
+    x = dl.ones(3, requires_grad=True)
+    with pytest.raises(dl.AutogradError, match=r"only for scalar outputs.*shape \(3,\)"):
+        (x * 2).backward()
+
+
+def test_gradient_of_wrong_shape():
+    x = dl.ones(3, requires_grad=True)
+    with pytest.raises(dl.ShapeError, match=r"gradient of shape \(2,\) does not match"):
+        (x * 2).backward(dl.ones(2))
+
+
+def test_backward_without_grad_requirement():
+    with pytest.raises(dl.AutogradError, match="does not require grad"):
+        dl.ones(2).sum().backward()
+
+
+def test_dtype_misuse():
+    with pytest.raises(dl.DTypeError, match="mean: .*int64.*dtype="):
+        dl.arange(4).mean()
+    with pytest.raises(dl.DTypeError, match="unsupported dtype 'complex64'"):
+        dl.zeros(2, dtype="complex64")
+    with pytest.raises(dl.DTypeError, match="float"):
+        dl.set_default_dtype(dl.int32)
+    with pytest.raises(dl.DTypeError, match="unsupported operand of type str"):
+        dl.ones(2) + "a"
+
+
+def test_unknown_and_unavailable_devices():
+    with pytest.raises(dl.DeviceError, match="unknown device type 'tpu'.*known device types"):
+        dl.zeros(2, device="tpu")
+    with pytest.raises(dl.DeviceError, match="bad device string"):
+        dl.Device("cpu:x")
+
+
+class _OtherArray(np.ndarray):
+    """Arrays of a second, fake CPU-like device, to test device mixing."""
+
+
+class _FakeBackend(NumpyBackend):
+    name = "fake"
+    device_type = "fake"
+    array_type = _OtherArray
+
+    def asarray(self, obj, dtype=None, index=0):
+        return np.asarray(obj, dtype=dtype).view(_OtherArray)
+
+    def to_numpy(self, array):
+        return np.asarray(array)
+
+
+@pytest.fixture
+def fake_device():
+    register_backend(_FakeBackend())
+    yield dl.Device("fake")
+    _backends.pop("fake")
+
+
+def test_mixing_devices_names_both(fake_device):
+    a = dl.ones(2)
+    b = dl.ones(2, device=fake_device)
+    assert b.device == fake_device and b.to("cpu").device == dl.Device("cpu")
+    with pytest.raises(dl.DeviceError, match=r"expected all tensors on one device, got cpu and "
+                                             r"fake:0"):
+        a + b
+    with pytest.raises(dl.DeviceError, match="cpu and fake:0"):
+        a.add_(b)
+
+
+def test_gradient_flows_across_a_device_transfer(fake_device):
+    x = dl.tensor([1.0, 2.0], requires_grad=True)
+    y = x.to(fake_device) * 3
+    y.to("cpu").sum().backward()
+    assert x.grad.device == dl.Device("cpu")
+    assert x.grad.tolist() == [3.0, 3.0]
