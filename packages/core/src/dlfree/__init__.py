@@ -8,9 +8,9 @@ from pkgutil import extend_path
 
 __path__ = extend_path(__path__, __name__)
 
-__version__ = "0.1.0"
+from .version import __version__  # noqa: E402
 
-from . import autograd, linalg, ops  # noqa: E402
+from . import autograd, cuda, linalg, ops, plugins, registry  # noqa: E402
 from .autograd import enable_grad, is_grad_enabled, no_grad, set_grad_enabled  # noqa: E402
 from .creation import *  # noqa: E402,F403
 from .device import Device  # noqa: E402
@@ -28,6 +28,7 @@ from .dtypes import (  # noqa: E402
     set_default_dtype,
     uint8,
 )
+from .hookspecs import hookimpl, hookspec  # noqa: E402
 from .errors import (  # noqa: E402
     AutogradError,
     CheckpointError,

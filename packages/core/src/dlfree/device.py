@@ -14,7 +14,7 @@ _devices: dict[tuple[str, int], Device] = {}
 class Device:
     """A device such as `cpu` or `cuda:0`; equal devices are the same object."""
 
-    __slots__ = ("type", "index", "backend", "xp", "array_type", "quiet")
+    __slots__ = ("type", "index", "backend", "xp", "array_type", "context")
 
     def __new__(cls, spec="cpu", index: int | None = None):
         if isinstance(spec, Device):
@@ -30,22 +30,18 @@ class Device:
         dev = _devices.get(key)
         if dev is not None:
             return dev
-        backend = _backends.get(kind)
-        if backend is None:
-            known = ", ".join(sorted(_backends))
-            raise DeviceError(f"unknown device type {kind!r}; known device types: {known}")
-        if not backend.is_available():
-            raise DeviceError(f"device {spec!r} is not available: backend {backend.name!r} "
-                              "cannot create arrays here")
+        backend = _backends.get(kind) or _backend_for(kind)
+        reason = backend.unavailable_reason() if hasattr(backend, "unavailable_reason") else \
+            (None if backend.is_available() else f"backend {backend.name!r} is not available")
+        if reason is not None:
+            raise DeviceError(f"device {spec!r} is not available: {reason}")
         if key[1] >= backend.device_count():
             raise DeviceError(f"device {kind}:{key[1]} does not exist; "
                               f"{backend.device_count()} {kind} device(s) found")
         dev = object.__new__(cls)
         dev.type, dev.index, dev.backend, dev.xp = kind, key[1], backend, backend.xp
         dev.array_type = backend.array_type
-        errstate = getattr(backend.xp, "errstate", None)
-        # torch never warns on inf/nan results; NumPy would, so ops run inside this
-        dev.quiet = (lambda: errstate(all="ignore")) if errstate else contextlib.nullcontext
+        dev.context = _op_context(backend, key[1])
         _devices[key] = dev
         return dev
 
@@ -70,7 +66,28 @@ class Device:
         return (Device, (str(self),))
 
 
-CPU = Device("cpu")
+
+def _op_context(backend: Backend, index: int):
+    """What ops on this device run inside: CuPy's current device, or silenced NumPy warnings.
+
+    torch never warns on inf/nan results; NumPy would, so its errors are ignored there.
+    """
+    if hasattr(backend, "context"):
+        return lambda: backend.context(index)
+    errstate = getattr(backend.xp, "errstate", None)
+    return (lambda: errstate(all="ignore")) if errstate else contextlib.nullcontext
+
+
+def _backend_for(kind: str) -> Backend:
+    """The registered backend serving device type `kind` (loads the plugins if needed)."""
+    from . import registry
+
+    for _, backend_cls in registry.backends.items():
+        if backend_cls.device_type == kind:
+            _backends[kind] = backend_cls()
+            return _backends[kind]
+    known = sorted({b.device_type for _, b in registry.backends.items()})
+    raise DeviceError(f"unknown device type {kind!r}; known device types: {', '.join(known)}")
 
 
 def device_of_array(array) -> Device:
@@ -79,9 +96,22 @@ def device_of_array(array) -> Device:
     for kind, backend in _backends.items():
         if t is backend.array_type:
             return Device(kind, backend.device_index(array))
+    from . import registry
+
+    for _, backend_cls in registry.backends.items():
+        if backend_cls.device_type in _backends:
+            continue
+        try:
+            if t is backend_cls().array_type:
+                return Device(backend_cls.device_type, 0)
+        except ImportError:
+            continue
     raise DeviceError(f"no backend holds arrays of type {t.__module__}.{t.__name__}")
 
 
 def register_backend(backend: Backend) -> None:
-    """Make `backend` serve devices of type `backend.device_type`."""
+    """Make `backend` serve devices of type `backend.device_type` (tests, notebooks)."""
     _backends[backend.device_type] = backend
+
+
+CPU = Device("cpu")

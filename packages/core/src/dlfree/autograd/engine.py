@@ -102,7 +102,7 @@ def run_backward(outputs, grad_outputs, retain_graph, create_graph, inputs=None,
     prev_mode, prev_quiet = STATE.enabled, STATE.quiet
     STATE.enabled = create_graph
     STATE.quiet = True
-    quiet = outputs[0]._device.quiet()
+    quiet = outputs[0]._device.context()
     quiet.__enter__()
     delivered = {id(g._data) for g in root_grads}
     leaves = []

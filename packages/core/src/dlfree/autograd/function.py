@@ -41,7 +41,7 @@ class Function:
         if STATE.quiet:
             out = fn.forward(*[t._data for t in inputs], **params)
         else:
-            with device.quiet():
+            with device.context():
                 out = fn.forward(*[t._data for t in inputs], **params)
         if type(out) is not device.array_type:
             out = device.xp.asarray(out)

@@ -1,0 +1,74 @@
+"""The NVIDIA GPU backend: CuPy arrays, imported only when a CUDA device is asked for."""
+
+from __future__ import annotations
+
+from .base import Backend
+
+
+class CupyBackend(Backend):
+    name = "cupy"
+    device_type = "cuda"
+
+    @property
+    def xp(self):
+        import cupy
+
+        return cupy
+
+    @property
+    def array_type(self):
+        return self.xp.ndarray
+
+    def unavailable_reason(self) -> str | None:
+        """None when a GPU answers; else why not, separating "no CuPy" from "no GPU"."""
+        try:
+            import cupy
+        except ImportError as e:
+            return (f"CuPy is not installed ({e}); install it with "
+                    "pip install 'dlfree[cuda12]' (CUDA 12) or 'dlfree[cuda13]' (CUDA 13)")
+        try:
+            count = cupy.cuda.runtime.getDeviceCount()
+        except Exception as e:  # CuPy raises its own CUDARuntimeError types
+            return f"CuPy is installed but no CUDA GPU answers: {e}"
+        return None if count > 0 else "CuPy is installed but it finds no CUDA GPU"
+
+    def is_available(self) -> bool:
+        return self.unavailable_reason() is None
+
+    def device_count(self) -> int:
+        return self.xp.cuda.runtime.getDeviceCount() if self.is_available() else 0
+
+    def context(self, index: int = 0):
+        """Ops on device `index` run with it as CuPy's current device."""
+        return self.xp.cuda.Device(index)
+
+    def asarray(self, obj, dtype=None, index: int = 0):
+        with self.xp.cuda.Device(index):
+            return self.xp.asarray(obj, dtype=dtype)
+
+    def to_numpy(self, array):
+        return self.xp.asnumpy(array)
+
+    def device_index(self, array) -> int:
+        return array.device.id
+
+    def synchronize(self, index: int = 0) -> None:
+        self.xp.cuda.Device(index).synchronize()
+
+    def scatter_add(self, target, index, values) -> None:
+        import cupyx
+
+        cupyx.scatter_add(target, index, values)
+
+    def erf(self, x):
+        import cupyx.scipy.special
+
+        return cupyx.scipy.special.erf(x)
+
+    def erfinv(self, x):
+        import cupyx.scipy.special
+
+        return cupyx.scipy.special.erfinv(x)
+
+
+__all__ = ["CupyBackend"]

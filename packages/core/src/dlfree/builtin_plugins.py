@@ -1,0 +1,12 @@
+"""What the core itself provides through the hooks, exactly as a third party would."""
+
+from __future__ import annotations
+
+from .backends import CupyBackend, NumpyBackend
+from .hookspecs import hookimpl
+
+
+@hookimpl
+def dlfree_register_backends(register):
+    register(NumpyBackend)
+    register(CupyBackend)

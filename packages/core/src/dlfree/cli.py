@@ -1,0 +1,91 @@
+"""The `dlfree` command (also `python -m dlfree`): `plugins`, `env`, and plugins' commands."""
+
+from __future__ import annotations
+
+import argparse
+import importlib.metadata
+import json
+import platform
+import sys
+
+from . import plugins, registry
+
+
+def _plugin_rows() -> list[dict]:
+    pm = plugins.manager()
+    registered: dict[str, dict[str, list[str]]] = {}
+    for reg in registry.ALL:
+        reg.names()  # fill
+        for name, entry in reg._entries.items():
+            registered.setdefault(entry.plugin, {}).setdefault(reg.kind, []).append(name)
+    rows = []
+    for name, plugin in sorted(pm.list_name_plugin()):
+        info = plugins.plugin_info(name)
+        rows.append({"name": name, **info, "hooks": plugins.hook_names(plugin),
+                     "registers": {k: sorted(v) for k, v in registered.get(name, {}).items()}})
+    return rows
+
+
+def cmd_plugins(args) -> int:
+    rows = _plugin_rows()
+    if args.json:
+        print(json.dumps(rows, indent=2))
+        return 0
+    for row in rows:
+        version = f" {row['version']}" if row["version"] else ""
+        print(f"{row['name']}  ({row['distribution']}{version})")
+        print(f"  hooks: {', '.join(row['hooks']) or '-'}")
+        for kind, names in row["registers"].items():
+            print(f"  {kind}: {', '.join(names)}")
+    return 0
+
+
+def _version(dist: str) -> str:
+    try:
+        return importlib.metadata.version(dist)
+    except importlib.metadata.PackageNotFoundError:
+        return "not installed"
+
+
+def cmd_env(args) -> int:
+    from . import cuda
+    from .version import __version__
+
+    lines = [
+        f"dlfree: {__version__}",
+        f"python: {sys.version.split()[0]} ({platform.platform()})",
+    ]
+    for dist in ("numpy", "pluggy", "safetensors", "attrs", "dlfree-nn", "dlfree-optim",
+                 "dlfree-metrics", "dlfree-hf", "cupy-cuda12x", "cupy-cuda13x", "cupy"):
+        lines.append(f"{dist}: {_version(dist)}")
+    lines.append("backends:")
+    for name, backend_cls in registry.backends.items():
+        backend = backend_cls()
+        reason = backend.unavailable_reason() if hasattr(backend, "unavailable_reason") else None
+        state = "available" if reason is None else f"unavailable ({reason})"
+        lines.append(f"  {name} (device type {backend_cls.device_type}): {state}")
+    devices = ["cpu"] + [f"cuda:{i}" for i in range(cuda.device_count())]
+    lines.append(f"devices: {', '.join(devices)}")
+    print("\n".join(lines))
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="dlfree", description="dl.free command line")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    p = sub.add_parser("plugins", help="list installed plugins, their hooks and names")
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.set_defaults(func=cmd_plugins)
+    e = sub.add_parser("env", help="versions, backends and devices (for bug reports)")
+    e.set_defaults(func=cmd_env)
+    plugins.manager().hook.dlfree_register_commands(cli=sub)
+    return parser
+
+
+def main(argv=None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if getattr(args, "func", None) is None:
+        parser.print_help()
+        return 2
+    return int(args.func(args) or 0)

@@ -1,0 +1,361 @@
+"""The plugin system: lazy discovery, environment switches, registries and their errors,
+user-code plugins, every hook, and the `dlfree` command.
+
+Third-party distributions are simulated with a `.dist-info` folder on sys.path, which is
+what an installed wheel leaves behind; tests/packaging installs real wheels.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pluggy
+import pytest
+
+import dlfree as dl
+from dlfree import cli, hookspecs, plugins
+from dlfree.plugins import PluginWarning
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+class FakeSite:
+    """A folder on sys.path where tests 'install' plugin distributions."""
+
+    def __init__(self, root: Path):
+        self.root = root
+        self.modules: list[str] = []
+
+    def install(self, dist: str, module: str, source: str, version: str = "1.0") -> None:
+        (self.root / f"{module}.py").write_text(textwrap.dedent(source))
+        info = self.root / f"{dist.replace('-', '_')}-{version}.dist-info"
+        info.mkdir()
+        (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {dist}\nVersion: {version}\n")
+        (info / "entry_points.txt").write_text(f"[dlfree]\n{module} = {module}\n")
+        self.modules.append(module)
+
+
+@pytest.fixture
+def site(tmp_path):
+    sys.path.insert(0, str(tmp_path))
+    fake = FakeSite(tmp_path)
+    yield fake
+    sys.path.remove(str(tmp_path))
+    for m in fake.modules:
+        sys.modules.pop(m, None)
+    plugins.reload()
+
+
+LAYER_PLUGIN = """
+    import dlfree as dl
+
+    class Doubler:
+        def __init__(self, factor=2):
+            self.factor = factor
+
+    @dl.hookimpl
+    def dlfree_register_layers(register):
+        register(Doubler)
+"""
+
+
+def test_import_loads_no_plugin_and_first_access_does(tmp_path):
+    site = FakeSite(tmp_path)
+    site.install("acme-layers", "acme_layers", LAYER_PLUGIN)
+    code = textwrap.dedent("""
+        import sys, dlfree as dl
+        before = sorted(m for m in sys.modules if m in ("acme_layers", "dlfree.builtin_plugins"))
+        assert dl.plugins._state.pm is None
+        names = dl.registry.layers.names()
+        after = "acme_layers" in sys.modules
+        print(before, names, after)
+    """)
+    env = {**os.environ, "PYTHONPATH": str(tmp_path)}
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+                         check=True).stdout.strip()
+    assert out == "[] ['Doubler'] True"
+
+
+def test_entry_point_plugin_registers_with_its_provider(site):
+    site.install("acme-layers", "acme_layers", LAYER_PLUGIN, version="2.5")
+    dl.registry.layers.reload()
+    assert "Doubler" in dl.registry.layers
+    assert dl.registry.layers.create("Doubler", factor=3).factor == 3
+    provider = dl.registry.layers.provider("Doubler")
+    assert provider["distribution"] == "acme-layers" and provider["version"] == "2.5"
+
+
+def test_disable_autoload_keeps_builtins(site, monkeypatch):
+    site.install("acme-layers", "acme_layers", LAYER_PLUGIN)
+    monkeypatch.setenv("DLFREE_DISABLE_PLUGIN_AUTOLOAD", "1")
+    plugins.reload()
+    assert "Doubler" not in dl.registry.layers
+    assert "numpy" in dl.registry.backends
+
+
+def test_dlfree_plugins_selects_distributions(site, monkeypatch):
+    site.install("acme-layers", "acme_layers", LAYER_PLUGIN)
+    monkeypatch.setenv("DLFREE_PLUGINS", "someone-else")
+    plugins.reload()
+    assert "Doubler" not in dl.registry.layers
+    monkeypatch.setenv("DLFREE_PLUGINS", "someone-else, acme-layers")
+    plugins.reload()
+    assert "Doubler" in dl.registry.layers
+
+
+def test_broken_plugin_is_skipped_with_a_warning_naming_it(site):
+    site.install("acme-broken", "acme_broken", "raise RuntimeError('boom at import')")
+    site.install("acme-layers", "acme_layers", LAYER_PLUGIN)
+    with pytest.warns(PluginWarning, match=r"'acme-broken' failed to load.*RuntimeError: boom "
+                                           r"at import; it is skipped"):
+        plugins.reload()
+    assert "Doubler" in dl.registry.layers
+
+
+def test_strict_plugins_turns_failures_into_errors(site, monkeypatch):
+    site.install("acme-broken", "acme_broken", "raise RuntimeError('boom at import')")
+    monkeypatch.setenv("DLFREE_STRICT_PLUGINS", "1")
+    with pytest.raises(dl.PluginError, match="acme-broken.*boom at import"):
+        plugins.reload()
+    monkeypatch.delenv("DLFREE_STRICT_PLUGINS")
+
+
+def test_plugin_failing_to_register_contributes_nothing(site):
+    site.install("acme-half", "acme_half", """
+        import dlfree as dl
+
+        class First: pass
+
+        @dl.hookimpl
+        def dlfree_register_layers(register):
+            register(First)
+            raise ValueError("second layer is broken")
+    """)
+    plugins.reload()
+    with pytest.warns(PluginWarning, match="'acme-half' failed to register its layers.*second"):
+        names = dl.registry.layers.names()
+    assert "First" not in names
+
+
+def test_duplicate_names_are_an_error_naming_both(site):
+    for dist, module in (("acme-one", "acme_one"), ("acme-two", "acme_two")):
+        site.install(dist, module, """
+            import dlfree as dl
+
+            class Conv: pass
+
+            @dl.hookimpl
+            def dlfree_register_layers(register):
+                register(Conv)
+        """)
+    plugins.reload()
+    with pytest.warns(PluginWarning, match="acme-one.*acme-two"):
+        names = dl.registry.layers.names()
+    assert "Conv" not in names
+    with pytest.raises(dl.PluginError, match=r"layer 'Conv' is registered by more than one "
+                                             r"plugin: acme-one .* and acme-two"):
+        dl.registry.layers.get("Conv")
+
+
+def test_unknown_names_suggest_close_matches_and_distributions():
+    class Plug:
+        class Dense:
+            pass
+
+        @dl.hookimpl
+        def dlfree_register_layers(register):
+            register(Plug.Dense)
+
+    name = dl.plugins.register(Plug)
+    try:
+        with pytest.raises(dl.PluginError, match=r"unknown layer 'Dence'; did you mean Dense"):
+            dl.registry.layers.get("Dence")
+        with pytest.raises(dl.PluginError, match=r"'LSTM': it is provided by the distribution "
+                                                 r"'dlfree-nn'.*pip install dlfree-nn"):
+            dl.registry.layers.get("LSTM")
+        with pytest.raises(dl.PluginError, match="unknown optimizer 'Adamw'; did you mean "
+                                                 "AdamW \\(from dlfree-optim, not installed\\)"):
+            dl.registry.optimizers.get("Adamw")
+    finally:
+        dl.plugins.unregister(name)
+    assert "Dense" not in dl.registry.layers
+
+
+def test_register_and_unregister_user_plugins():
+    class MyPlugin:
+        @dl.hookimpl
+        def dlfree_register_metrics(register):
+            register(dict, name="mapping")
+
+    name = dl.plugins.register(MyPlugin, name="mine")
+    assert dl.registry.metrics.get("mapping") is dict
+    assert dl.registry.metrics.provider("mapping")["plugin"] == "mine"
+    dl.plugins.unregister("mine")
+    assert "mapping" not in dl.registry.metrics
+    with pytest.raises(dl.PluginError, match="no registered plugin"):
+        dl.plugins.unregister("mine")
+    del name
+
+
+def test_reload_sees_distributions_installed_later(site):
+    assert "Doubler" not in dl.registry.layers
+    site.install("acme-layers", "acme_layers", LAYER_PLUGIN)
+    assert "Doubler" not in dl.registry.layers
+    dl.registry.layers.reload()
+    assert "Doubler" in dl.registry.layers
+
+
+def test_misspelled_hook_is_caught_by_check_pending():
+    class Typo:
+        @dl.hookimpl
+        def dlfree_register_layer(register):  # missing "s"
+            pass
+
+    pm = plugins.manager()
+    pm.check_pending()  # the built-ins implement only real hooks
+    pm.register(Typo, name="typo")
+    try:
+        with pytest.raises(pluggy.PluginValidationError, match="dlfree_register_layer"):
+            pm.check_pending()
+    finally:
+        pm.unregister(name="typo")
+
+
+# ------------------------------------------------------------- every hookspec
+class _Thing:
+    pass
+
+
+def _fake_backend():
+    from dlfree.backends import NumpyBackend
+
+    class FakeAccel(NumpyBackend):
+        name = "fakeaccel"
+        device_type = "fakeaccel"
+
+    return FakeAccel
+
+
+def _check_backends(got):
+    from dlfree.device import _backends, _devices
+
+    assert got is dl.registry.backends.get("fakeaccel")
+    t = dl.ones(2, device="fakeaccel")  # a registered backend serves a new device type
+    assert t.device.type == "fakeaccel" and (t * 2).tolist() == [2.0, 2.0]
+    _backends.pop("fakeaccel")
+    _devices.pop(("fakeaccel", 0))
+
+
+HOOK_CASES = {
+    "dlfree_register_backends": ("backends", "fakeaccel", _fake_backend, _check_backends),
+    "dlfree_register_layers": ("layers", "_Thing", lambda: _Thing, None),
+    "dlfree_register_losses": ("losses", "_Thing", lambda: _Thing, None),
+    "dlfree_register_initializers": ("initializers", "half_", lambda: (lambda t: t), None),
+    "dlfree_register_optimizers": ("optimizers", "_Thing", lambda: _Thing, None),
+    "dlfree_register_schedulers": ("schedulers", "_Thing", lambda: _Thing, None),
+    "dlfree_register_metrics": ("metrics", "_Thing", lambda: _Thing, None),
+    "dlfree_register_architectures": ("architectures", "toy", lambda: _Thing, None),
+    "dlfree_register_callbacks": ("callbacks", "_Thing", lambda: _Thing, None),
+}
+
+
+def _hookspec_names() -> set[str]:
+    return {n for n in dir(hookspecs) if n.startswith("dlfree_")}
+
+
+def test_every_hookspec_has_a_test_and_a_documented_signature():
+    import inspect
+
+    docs = (ROOT / "docs" / "plugins.md").read_text()
+    tested = set(HOOK_CASES) | {"dlfree_register_commands"}
+    assert _hookspec_names() == tested, "each hookspec needs a case in HOOK_CASES"
+    for name in _hookspec_names():
+        signature = f"{name}{inspect.signature(getattr(hookspecs, name))}"
+        assert signature in docs, f"docs/plugins.md does not document {signature}"
+
+
+@pytest.mark.parametrize("hook", sorted(HOOK_CASES))
+def test_register_hook(hook):
+    kind, name, make, check = HOOK_CASES[hook]
+    obj = make()
+
+    if kind == "architectures":
+        def impl(register):
+            register(name, dict, {"base": obj})
+    elif kind == "initializers":
+        def impl(register):
+            register(obj, name)
+    else:
+        def impl(register):
+            register(obj)
+
+    plugin = type("Plugin", (), {hook: staticmethod(dl.hookimpl(impl))})
+    registered = dl.plugins.register(plugin)
+    try:
+        registry = getattr(dl.registry, kind)
+        got = registry.get(name)
+        if kind == "architectures":
+            assert got.config_cls is dict and got.heads == {"base": obj}
+            assert registry.create(name, a=1) == {"a": 1}
+        else:
+            assert got is obj
+        assert registry.provider(name)["plugin"] == registered
+        if check:
+            check(got)
+    finally:
+        dl.plugins.unregister(registered)
+
+
+def test_command_hook_and_cli(capsys):
+    class Commands:
+        @dl.hookimpl
+        def dlfree_register_commands(cli):
+            p = cli.add_parser("greet")
+            p.add_argument("who")
+            p.set_defaults(func=lambda args: print(f"hi {args.who}"))
+
+    name = dl.plugins.register(Commands)
+    try:
+        assert cli.main(["greet", "there"]) == 0
+        assert capsys.readouterr().out.strip() == "hi there"
+    finally:
+        dl.plugins.unregister(name)
+
+
+def test_cli_plugins_json_and_env(site, capsys):
+    site.install("acme-layers", "acme_layers", LAYER_PLUGIN, version="3.1")
+    plugins.reload()
+    assert cli.main(["plugins", "--json"]) == 0
+    rows = {r["name"]: r for r in json.loads(capsys.readouterr().out)}
+    assert rows["acme_layers"]["distribution"] == "acme-layers"
+    assert rows["acme_layers"]["version"] == "3.1"
+    assert rows["acme_layers"]["hooks"] == ["dlfree_register_layers"]
+    assert rows["acme_layers"]["registers"] == {"layers": ["Doubler"]}
+    assert rows["dlfree"]["registers"]["backends"] == ["cupy", "numpy"]
+    assert cli.main(["plugins"]) == 0
+    assert "acme_layers  (acme-layers 3.1)" in capsys.readouterr().out
+    assert cli.main(["env"]) == 0
+    env = capsys.readouterr().out
+    assert "dlfree: " in env and "numpy (device type cpu): available" in env
+    assert "devices: cpu" in env
+
+
+def test_python_dash_m_dlfree():
+    out = subprocess.run([sys.executable, "-m", "dlfree", "plugins"], capture_output=True,
+                         text=True, check=True).stdout
+    assert "dlfree  (dlfree " in out and "backends: cupy, numpy" in out
+
+
+def test_cuda_availability_is_explained():
+    if dl.cuda.is_available():
+        pytest.skip("a GPU is present")
+    reason = dl.cuda.unavailable_reason()
+    assert "CuPy is not installed" in reason or "no CUDA GPU" in reason
+    assert dl.cuda.device_count() == 0
+    with pytest.raises(dl.DeviceError, match="device 'cuda' is not available: " + reason[:20]):
+        dl.zeros(1, device="cuda")

@@ -1,0 +1,136 @@
+"""Build real wheels and install subsets into fresh virtual environments.
+
+(a) the core alone, (b) the core and the third-party fixture plugin, (c) a plugin that
+breaks on import beside them. Marked slow: each environment installs from the index.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+FIXTURES = ROOT / "tests" / "fixtures"
+
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("packaging")]
+
+
+def _run(cmd, env=None, check=True):
+    result = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=600)
+    if check and result.returncode != 0:
+        raise AssertionError(f"{cmd} failed ({result.returncode}):\n{result.stdout}\n"
+                             f"{result.stderr}")
+    return result
+
+
+@pytest.fixture(scope="module")
+def wheels(tmp_path_factory) -> dict[str, Path]:
+    out = tmp_path_factory.mktemp("wheels")
+    projects = {"dlfree": ROOT / "packages" / "core",
+                "dlfree_fixture_plugin": FIXTURES / "dlfree-fixture-plugin",
+                "dlfree_broken_plugin": FIXTURES / "dlfree-broken-plugin"}
+    _run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation",
+          "-w", str(out), *map(str, projects.values())])
+    return {name: next(out.glob(f"{name}-*.whl")) for name in projects}
+
+
+class Venv:
+    """A fresh virtual environment with its own interpreter."""
+
+    def __init__(self, path: Path):
+        _run([sys.executable, "-m", "venv", str(path)])
+        self.python = str(path / "bin" / "python")
+        self.bin = path / "bin"
+
+    def install(self, *wheels: Path) -> None:
+        _run([self.python, "-m", "pip", "install", "-q", *map(str, wheels)])
+
+    def run(self, code: str, check=True, **env):
+        full_env = {k: v for k, v in os.environ.items() if not k.startswith("DLFREE_")}
+        full_env.update(env)
+        return _run([self.python, "-c", textwrap.dedent(code)], env=full_env, check=check)
+
+
+@pytest.fixture(scope="module")
+def venv(tmp_path_factory, wheels) -> Venv:
+    env = Venv(tmp_path_factory.mktemp("venv") / "env")
+    env.install(wheels["dlfree"])
+    return env
+
+
+def test_a_core_alone(venv):
+    out = venv.run("""
+        import sys, dlfree as dl
+        x = dl.tensor([1.0, 2.0], requires_grad=True)
+        (x * x).sum().backward()
+        print(x.grad.tolist())
+        try:
+            dl.nn
+        except ModuleNotFoundError as e:
+            print(e)
+        print("torch" in sys.modules)
+    """).stdout.splitlines()
+    assert out[0] == "[2.0, 4.0]"
+    assert "dlfree.nn is provided by the distribution 'dlfree-nn'" in out[1]
+    assert "pip install dlfree-nn" in out[1]
+    assert out[2] == "False"
+    listed = json.loads(_run([str(venv.bin / "dlfree"), "plugins", "--json"]).stdout)
+    assert [row["name"] for row in listed] == ["dlfree"]
+
+
+def test_b_core_and_the_fixture_plugin(venv, wheels):
+    venv.install(wheels["dlfree_fixture_plugin"])
+    out = venv.run("""
+        import dlfree as dl
+        print(sorted(dl.registry.layers.names()), dl.registry.optimizers.names(),
+              dl.registry.initializers.names())
+        print(dl.registry.layers.provider("Scale")["distribution"],
+              dl.registry.layers.provider("Scale")["version"])
+        layer = dl.registry.layers.create("Scale", init=1.0)
+        opt = dl.registry.optimizers.get("SignSGD")(layer.parameters(), lr=0.25)
+        x = dl.tensor([1.0, 2.0])
+        for _ in range(4):   # pull the scale towards 2
+            layer.weight.grad = None
+            ((layer(x) - 2 * x) ** 2).sum().backward()
+            opt.step()
+        print(layer.weight.item())
+        w = dl.registry.initializers.get("constant_half_")(dl.zeros(3))
+        print(w.tolist())
+    """).stdout.splitlines()
+    assert out[0] == "['Scale'] ['SignSGD'] ['constant_half_']"
+    assert out[1] == "dlfree-fixture-plugin 1.2.3"
+    assert float(out[2]) == 2.0
+    assert out[3] == "[0.5, 0.5, 0.5]"
+    listed = {r["name"]: r for r in json.loads(
+        _run([str(venv.bin / "dlfree"), "plugins", "--json"]).stdout)}
+    fixture = listed["fixture"]
+    assert fixture["distribution"] == "dlfree-fixture-plugin" and fixture["version"] == "1.2.3"
+    assert fixture["registers"] == {"initializers": ["constant_half_"], "layers": ["Scale"],
+                                    "optimizers": ["SignSGD"]}
+    assert "dlfree_register_commands" in fixture["hooks"]
+    hello = _run([str(venv.bin / "dlfree"), "fixture-hello"]).stdout.strip()
+    assert hello == "hello from dlfree-fixture-plugin"
+
+
+def test_c_a_broken_plugin_is_reported_and_skipped(venv, wheels):
+    venv.install(wheels["dlfree_broken_plugin"])
+    code = """
+        import dlfree as dl
+        print(dl.registry.layers.names())
+    """
+    result = venv.run(code)
+    assert result.stdout.strip() == "['Scale']"
+    assert "PluginWarning" in result.stderr
+    assert "'dlfree-broken-plugin' failed to load" in result.stderr
+    assert "needs a module that is not installed" in result.stderr
+    strict = venv.run(code, check=False, DLFREE_STRICT_PLUGINS="1")
+    assert strict.returncode != 0
+    assert "PluginError" in strict.stderr and "dlfree-broken-plugin" in strict.stderr
+    only = venv.run(code, DLFREE_PLUGINS="dlfree-fixture-plugin")
+    assert only.stdout.strip() == "['Scale']" and "PluginWarning" not in only.stderr
