@@ -182,7 +182,9 @@ def _accumulate(leaf, g, create_graph, delivered) -> None:
     if not create_graph and g.requires_grad:
         g = g.detach()
     data = g._data
-    if id(data) in delivered or not data.flags.writeable or data.base is not None:
+    # CuPy arrays have no `writeable` flag; they are never read-only broadcast views
+    writeable = getattr(data.flags, "writeable", True)
+    if id(data) in delivered or not writeable or data.base is not None:
         g = Tensor._make(data.copy(), g._device, g.requires_grad, g.grad_fn) \
             if not create_graph else g.clone()
     delivered.add(id(g._data))
