@@ -1,7 +1,13 @@
-"""The differentiable ops, one module per family; importing this binds the Tensor methods."""
+"""The differentiable ops, one module per family; importing this binds the Tensor methods.
+
+The tensor families below are exported as `dl.*`; the neural-network families
+(activation, attention, conv, layers, loss, norm, pool) are gathered by
+`dlfree.functional` instead.
+"""
 
 import importlib
 
+from . import activation, attention, conv, layers, loss, norm, pool  # noqa: F401
 from .cast import *  # noqa: F403
 from .comparison import *  # noqa: F403
 from .elementwise import *  # noqa: F403
@@ -12,7 +18,7 @@ from .reduction import *  # noqa: F403
 from .shape import *  # noqa: F403
 from .softmax import *  # noqa: F403
 
-FAMILIES = ("cast", "comparison", "elementwise", "indexing", "inplace", "linalg", "reduction",
-            "shape", "softmax")
-__all__ = [name for family in FAMILIES
+TENSOR_FAMILIES = ("cast", "comparison", "elementwise", "indexing", "inplace", "linalg",
+                   "reduction", "shape", "softmax")
+__all__ = [name for family in TENSOR_FAMILIES
            for name in importlib.import_module(f"{__name__}.{family}").__all__]

@@ -1,0 +1,16 @@
+"""`dlfree.functional` (imported as `F`): the neural-network ops with PyTorch's signatures.
+
+Each op lives in its family's module under `dlfree.ops`; this module gathers them.
+"""
+
+from __future__ import annotations
+
+from .ops.activation import *  # noqa: F403
+from .ops.attention import *  # noqa: F403
+from .ops.conv import *  # noqa: F403
+from .ops.elementwise import logsigmoid, relu, sigmoid, tanh  # noqa: F401
+from .ops.layers import *  # noqa: F403
+from .ops.loss import *  # noqa: F403
+from .ops.norm import *  # noqa: F403
+from .ops.pool import *  # noqa: F403
+from .ops.softmax import log_softmax, softmax  # noqa: F401
