@@ -31,6 +31,16 @@ def _topological_order(roots) -> list:
     return post
 
 
+def _leading_to(order: list, targets: dict) -> list:
+    """The nodes of `order` from which some target can be reached (autograd.grad skips the rest)."""
+    useful: set = set()
+    for node in reversed(order):  # inputs before their consumers
+        if node in targets or any(e is not None and (e in useful or e in targets)
+                                  for e in node.next_edges):
+            useful.add(node)
+    return [node for node in order if node in useful]
+
+
 def _root_gradients(outputs, grad_outputs):
     grads = []
     for i, out in enumerate(outputs):
@@ -98,6 +108,9 @@ def run_backward(outputs, grad_outputs, retain_graph, create_graph, inputs=None,
                 )
             targets[t.grad_fn if t.grad_fn is not None else t] = None
 
+    order = _topological_order(roots)
+    if targets is not None:
+        order = _leading_to(order, targets)
     anomaly = STATE.anomaly
     prev_mode, prev_quiet = STATE.enabled, STATE.quiet
     STATE.enabled = create_graph
@@ -107,7 +120,7 @@ def run_backward(outputs, grad_outputs, retain_graph, create_graph, inputs=None,
     delivered = {id(g._data) for g in root_grads}
     leaves = []
     try:
-        for node in _topological_order(roots):
+        for node in order:
             g = grads.pop(node, None)
             if g is None:
                 continue
