@@ -119,7 +119,7 @@ def test_b_core_and_the_fixture_plugin(venv, wheels):
 
 
 def test_c_a_broken_plugin_is_reported_and_skipped(venv, wheels):
-    venv.install(wheels["dlfree_broken_plugin"])
+    venv.install(wheels["dlfree_fixture_plugin"], wheels["dlfree_broken_plugin"])
     code = """
         import dlfree as dl
         print(dl.registry.layers.names())
