@@ -57,9 +57,10 @@ class Venv:
         return _run([self.python, "-c", textwrap.dedent(code)], env=full_env, check=check)
 
 
-@pytest.fixture(scope="module")
-def venv(tmp_path_factory, wheels) -> Venv:
-    env = Venv(tmp_path_factory.mktemp("venv") / "env")
+@pytest.fixture
+def venv(tmp_path, wheels) -> Venv:
+    """A fresh environment with only the core installed."""
+    env = Venv(tmp_path / "env")
     env.install(wheels["dlfree"])
     return env
 
