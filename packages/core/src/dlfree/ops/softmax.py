@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import warnings
+
 from .. import dtypes
 from ..autograd.function import Function
 from ..tensor import Tensor
@@ -15,6 +17,8 @@ class Softmax(Function):
 
     def forward(self, x, dim):
         self.dim = dim
+        if x.size == 0:
+            return self.xp.empty_like(x)
         e = self.xp.exp(x - x.max(axis=dim, keepdims=True))
         e /= e.sum(axis=dim, keepdims=True)
         return e
@@ -29,6 +33,8 @@ class LogSoftmax(Function):
 
     def forward(self, x, dim):
         self.dim = dim
+        if x.size == 0:
+            return self.xp.empty_like(x)
         shifted = x - x.max(axis=dim, keepdims=True)
         shifted -= self.xp.log(self.xp.exp(shifted).sum(axis=dim, keepdims=True))
         return shifted
@@ -44,13 +50,15 @@ def _prepare(input: Tensor, dim, dtype, op: str):
     elif input._data.dtype.kind != "f":
         input = input.to(dtypes.get_default_dtype())
     if dim is None:
+        warnings.warn(f"Implicit dimension choice for {op} has been deprecated. Change the call "
+                      "to include dim=X as an argument.", UserWarning, stacklevel=3)
         dim = 0 if input.ndim in (0, 1, 3) else 1  # torch's legacy implicit choice
     return input, normalize_dim(dim, input.ndim, op)
 
 
 @tensor_method()
 def softmax(input, dim=None, dtype=None) -> Tensor:
-    """exp(x) / sum(exp(x)) along `dim`."""
+    """exp(x) / sum(exp(x)) along `dim`; `dtype` casts the input first."""
     input, d = _prepare(input, dim, dtype, "softmax")
     if input.ndim == 0:
         return input * 0 + 1
@@ -59,7 +67,7 @@ def softmax(input, dim=None, dtype=None) -> Tensor:
 
 @tensor_method()
 def log_softmax(input, dim=None, dtype=None) -> Tensor:
-    """x - logsumexp(x) along `dim`."""
+    """x - logsumexp(x) along `dim`; `dtype` casts the input first."""
     input, d = _prepare(input, dim, dtype, "log_softmax")
     if input.ndim == 0:
         return input * 0
