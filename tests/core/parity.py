@@ -11,8 +11,9 @@ A `Case` names a call written once for both libraries, `fn(m, *inputs)` with `m`
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 import torch
@@ -131,7 +132,7 @@ def _as_list(out):
 
 def _np(t) -> np.ndarray:
     if isinstance(t, torch.Tensor):
-        return t.detach().numpy()
+        return t.detach().numpy(force=True)  # force: torch's "zero tensors" refuse numpy()
     return np.asarray(t.detach())
 
 

@@ -8,8 +8,6 @@ from pkgutil import extend_path
 
 __path__ = extend_path(__path__, __name__)
 
-from .version import __version__  # noqa: E402
-
 from . import autograd, cuda, functional, linalg, ops, plugins, registry  # noqa: E402
 from .autograd import enable_grad, is_grad_enabled, no_grad, set_grad_enabled  # noqa: E402
 from .creation import *  # noqa: E402,F403
@@ -28,7 +26,6 @@ from .dtypes import (  # noqa: E402
     set_default_dtype,
     uint8,
 )
-from .hookspecs import hookimpl, hookspec  # noqa: E402
 from .errors import (  # noqa: E402
     AutogradError,
     CheckpointError,
@@ -38,9 +35,11 @@ from .errors import (  # noqa: E402
     PluginError,
     ShapeError,
 )
+from .hookspecs import hookimpl, hookspec  # noqa: E402
 from .ops import *  # noqa: E402,F403
 from .random import Generator, get_rng_state, initial_seed, manual_seed, seed, set_rng_state  # noqa: E402,I001
 from .tensor import Parameter, Size, Tensor  # noqa: E402
+from .version import __version__  # noqa: E402
 
 bool = bool_  # noqa: A001  (dl.bool, as torch.bool)
 half, double, long, short = float16, float64, int64, int16

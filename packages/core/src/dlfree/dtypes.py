@@ -101,7 +101,9 @@ def _category_of_scalar(x) -> int:
         return 1
     if isinstance(x, float):
         return 2
-    raise DTypeError(f"unsupported scalar {x!r} of type {type(x).__name__}; valid: bool, int, float")
+    raise DTypeError(
+        f"unsupported scalar {x!r} of type {type(x).__name__}; valid: bool, int, float"
+    )
 
 
 _scalar_cache: dict = {}

@@ -28,14 +28,15 @@ def _numerical_jacobian(fn, inputs, i, eps):
         flat[k] = orig
         columns.append(np.concatenate([(p - m) / (2 * eps) for p, m in zip(plus, minus)])
                        if plus else np.zeros(0))
-    n_out = columns[0].size if columns else 0
-    return np.stack(columns, axis=1) if columns else np.zeros((n_out, 0))
+    if not columns:  # an empty input: a Jacobian with no columns
+        return np.zeros((sum(o.numel() for o in _outputs(fn, inputs)), 0))
+    return np.stack(columns, axis=1)
 
 
 def _analytic_jacobians(fn, inputs, wrt):
     """One row of every Jacobian per output element, via vector-Jacobian products."""
-    from . import grad
     from ..creation import zeros_like
+    from . import grad
 
     outs = _outputs(fn, inputs)
     sizes = [o.numel() for o in outs]
@@ -92,8 +93,8 @@ def gradcheck(fn, inputs, *, eps: float = 1e-6, atol: float = 1e-5, rtol: float 
 def gradgradcheck(fn, inputs, grad_outputs=None, *, eps: float = 1e-6, atol: float = 1e-5,
                   rtol: float = 1e-3, raise_exception: bool = True, seed: int = 0) -> bool:
     """Check second derivatives: gradcheck the map (inputs, v) -> vector-Jacobian product."""
-    from . import grad
     from ..tensor import Tensor
+    from . import grad
 
     inputs = tuple(inputs) if isinstance(inputs, tuple | list) else (inputs,)
     wrt = [i for i, t in enumerate(inputs) if isinstance(t, Tensor) and t.requires_grad]

@@ -308,12 +308,22 @@ def setitem(self, index, value) -> None:
 
         commit(self, index_put(_snapshot(self), index, value), "__setitem__")
         return
-    from .indexing import to_array_index
+    from .indexing import parse_index
 
-    data = value._data if isinstance(value, Tensor) else value
-    if isinstance(value, Tensor) and value._device is not self._device:
-        from ..errors import DeviceError
+    if isinstance(value, Tensor):
+        if value._device is not self._device:
+            from ..errors import DeviceError
 
-        raise DeviceError(f"__setitem__: value on {value._device}, tensor on {self._device}")
-    self._data[to_array_index(index, self)] = data
+            raise DeviceError(f"__setitem__: value on {value._device}, tensor on {self._device}")
+        data = value._data  # written with a cast to this tensor's dtype, as copy_ does
+    else:
+        data = value
+    key = parse_index(index, self, "__setitem__")
+    target = self._data if key.basic is None else self._data[key.basic]
+    try:
+        target[Ellipsis if key.advanced is None else key.advanced] = data
+    except ValueError as e:
+        raise ShapeError(f"__setitem__: a value of shape {tuple(getattr(data, 'shape', ()))} "
+                         f"does not fit the indexed region of a tensor of shape "
+                         f"{tuple(self.shape)}: {e}") from None
     self._vc[0] += 1
