@@ -1,5 +1,331 @@
-"""Normalisation: batch, layer, group, instance, RMS and local-response norms."""
+"""Normalisation: batch, layer, group, instance, RMS and local-response norms.
+
+Batch, layer, group and instance norm are one `Normalize` Function: (x - mean) * invstd,
+then the affine weight and bias, with statistics over some dims of x. Its backward is the
+closed form for all three gradients in one pass over arrays; when a graph is being
+recorded (`create_graph=True`) the same formula runs on Tensors, so double backward works.
+"""
 
 from __future__ import annotations
 
-__all__: list[str] = []
+import math
+import numbers
+
+from ..autograd.function import Function
+from ..autograd.grad_mode import STATE, no_grad
+from ..errors import ShapeError
+from ..tensor import Tensor
+from .reduction import vector_norm
+
+__all__ = ["batch_norm", "layer_norm", "group_norm", "instance_norm", "rms_norm",
+           "local_response_norm", "normalize"]
+
+
+class Normalize(Function):
+    """(x - mean) * invstd * weight + bias, the statistics given as arrays reduced (with
+    keepdims) over `stat_dims`.
+
+    Inputs are x, then the weight and the bias when present (`affine` says which), in
+    their own shapes; `affine_shape` is how they broadcast against x. With `from_batch`
+    the statistics are x's own, so the gradient flows through them (training); otherwise
+    they are constants (running statistics). `centered` (x - mean, a temporary the caller
+    made while computing the statistics) becomes the output's memory when given.
+    """
+
+    def forward(self, x, *params, mean, invstd, centered, stat_dims, affine, affine_shape,
+                from_batch, eps):
+        self.mean, self.invstd, self.stat_dims, self.eps = mean, invstd, stat_dims, eps
+        self.affine, self.affine_shape, self.from_batch = affine, affine_shape, from_batch
+        self.affine_dims = tuple(i for i, s in enumerate(affine_shape) if s == 1)
+        self.saves = (0, 1) if affine[0] else (0,)
+        self.param_shape = params[0].shape if params else None
+        out = x - mean if centered is None else centered
+        if affine[0] and invstd.shape == affine_shape:  # per-channel statistics: one pass
+            out *= invstd * params[0].reshape(affine_shape)
+        else:
+            out *= invstd
+            if affine[0]:
+                out *= params[0].reshape(affine_shape)
+        if affine[1]:
+            out += params[-1].reshape(affine_shape)
+        return out
+
+    def backward(self, g):
+        saved = self.saved_tensors
+        x, weight = saved[0], saved[1] if self.affine[0] else None
+        need_x, *need_affine = self.needs_input_grad
+        needs = (need_x, self.affine[0] and need_affine[0], self.affine[1] and need_affine[-1])
+        if STATE.enabled:  # recording: Tensor ops, with the statistics as functions of x
+            gx, gw, gb = self._tensor_grads(g, x, weight, *needs)
+        else:
+            arrays = self._array_grads(g._data, x._data, None if weight is None else
+                                       weight._data, *needs)
+            gx, gw, gb = (None if a is None else Tensor._make(a, self.device) for a in arrays)
+        return (gx,) + ((gw,) if self.affine[0] else ()) + ((gb,) if self.affine[1] else ())
+
+    def _array_grads(self, g, x, w, need_x, need_w, need_b) -> tuple:
+        """The closed form on arrays, in few passes: the sums of g and g * xhat, then one
+        expression for grad_x, updated in place. Returns (grad_x, grad_weight, grad_bias)."""
+        xp, stat, affine = self.xp, self.stat_dims, self.affine_dims
+        invstd = self.invstd
+        w = None if w is None else w.reshape(self.affine_shape)
+        per_channel = self.from_batch and affine == stat  # batch norm: reuse the affine sums
+        if need_w or (need_x and self.from_batch):
+            xhat = x - self.mean
+            xhat *= invstd
+        gw = _dot_sum(xp, g, xhat, affine) if need_w or (need_x and per_channel) else None
+        gb = g.sum(axis=affine, keepdims=True) if need_b or (need_x and per_channel) else None
+        if not need_x:
+            return None, self._param_grad(gw, need_w), self._param_grad(gb, need_b)
+        n = max(_count(x.shape, stat), 1)
+        if not self.from_batch:
+            gx = g * (invstd if w is None else invstd * w)
+        elif per_channel:
+            xhat *= gw / n
+            gx = g - gb / n
+            gx -= xhat
+            gx *= invstd if w is None else invstd * w
+        else:
+            gx = g.copy() if w is None else g * w  # d loss / d xhat, then grad_x in place
+            xhat *= _dot_sum(xp, gx, xhat, stat) / n
+            gx -= gx.sum(axis=stat, keepdims=True) / n
+            gx -= xhat
+            gx *= invstd
+        return gx, self._param_grad(gw, need_w), self._param_grad(gb, need_b)
+
+    def _tensor_grads(self, g, x, weight, need_x, need_w, need_b) -> tuple:
+        """The same closed form with Tensor ops (differentiable in g, x and the weight)."""
+        stat, affine = self.stat_dims, self.affine_dims
+        if self.from_batch:
+            centered = x - x.mean(dim=stat, keepdim=True)
+            invstd = ((centered * centered).mean(dim=stat, keepdim=True) + self.eps).rsqrt()
+        else:
+            centered = x - Tensor._make(self.mean, self.device)
+            invstd = Tensor._make(self.invstd, self.device)
+        xhat = centered * invstd
+        gw = (g * xhat).sum(dim=affine, keepdim=True) if need_w else None
+        gb = g.sum(dim=affine, keepdim=True) if need_b else None
+        if not need_x:
+            return None, self._param_grad(gw, need_w), self._param_grad(gb, need_b)
+        dxhat = g if weight is None else g * weight.reshape(self.affine_shape)
+        if self.from_batch:
+            dxhat = (dxhat - dxhat.mean(dim=stat, keepdim=True)
+                     - xhat * (dxhat * xhat).mean(dim=stat, keepdim=True))
+        return (dxhat * invstd, self._param_grad(gw, need_w), self._param_grad(gb, need_b))
+
+    def _param_grad(self, grad, needed: bool):
+        """A weight or bias gradient (summed with keepdims) in the parameter's own shape."""
+        return grad.reshape(self.param_shape) if needed else None
+
+
+def _dot_sum(xp, a, b, dims: tuple):
+    """sum(a * b) over `dims` (keepdims) in one pass, without the product array."""
+    letters = "abcdefghijklmnopqrstuvwxyz"[:a.ndim]
+    kept = "".join(c for i, c in enumerate(letters) if i not in dims)
+    out = xp.einsum(f"{letters},{letters}->{kept}", a, b)
+    return out.reshape(tuple(1 if i in dims else s for i, s in enumerate(a.shape)))
+
+
+def _count(shape: tuple, dims: tuple) -> int:
+    return math.prod(shape[d] for d in dims)
+
+
+def _moments(xp, x, dims: tuple, eps: float) -> tuple:
+    """Mean, biased variance, 1/sqrt(var + eps) (keepdims) and x - mean, for array `x`."""
+    mean = x.mean(axis=dims, keepdims=True)
+    centered = x - mean
+    var = _dot_sum(xp, centered, centered, dims) / max(_count(x.shape, dims), 1)
+    return mean, var, 1 / xp.sqrt(var + x.dtype.type(eps)), centered
+
+
+def _normalize(input: Tensor, weight, bias, *, mean, invstd, stat_dims, affine_shape,
+               from_batch, eps, centered=None) -> Tensor:
+    params = [p for p in (weight, bias) if p is not None]
+    return Normalize.apply(input, *params, mean=mean, invstd=invstd, centered=centered,
+                           stat_dims=stat_dims, affine=(weight is not None, bias is not None),
+                           affine_shape=affine_shape, from_batch=from_batch, eps=eps)
+
+
+def _check_param(t, name: str, expected: tuple, op: str, what: str) -> None:
+    if t is not None and tuple(t.shape) != expected:
+        raise ShapeError(f"{op}: {name} of shape {tuple(t.shape)} does not fit; valid: shape "
+                         f"{expected} ({what})")
+
+
+def _check_channels(input: Tensor, op: str) -> int:
+    if input.ndim < 2:
+        raise ShapeError(f"{op}: expected an input of shape (N, C, *) with at least 2 dims, got "
+                         f"shape {tuple(input.shape)}")
+    return input.shape[1]
+
+
+def _update_running(running: Tensor | None, batch_value, momentum: float) -> None:
+    """running = (1 - momentum) * running + momentum * batch_value, in place (as torch)."""
+    if running is None:
+        return
+    value = Tensor._make(batch_value.reshape(running.shape).astype(running._data.dtype),
+                         running._device)
+    with no_grad():
+        running.copy_(running * (1 - momentum) + value * momentum)
+
+
+# ------------------------------------------------------------------- batch norm
+def batch_norm(input: Tensor, running_mean: Tensor | None, running_var: Tensor | None,
+               weight: Tensor | None = None, bias: Tensor | None = None, training: bool = False,
+               momentum: float = 0.1, eps: float = 1e-5) -> Tensor:
+    """Normalise each channel (dim 1) of an (N, C, *) input over the batch and the rest.
+
+    In training the batch statistics are used, and `running_mean`/`running_var` (when
+    given) move toward them by `momentum` in place, the variance unbiased as in torch.
+    Otherwise the running statistics normalise.
+    """
+    op = "batch_norm"
+    c = _check_channels(input, op)
+    for name, t in (("running_mean", running_mean), ("running_var", running_var),
+                    ("weight", weight), ("bias", bias)):
+        _check_param(t, name, (c,), op, f"one value per channel of input {tuple(input.shape)}")
+    stat_dims = (0,) + tuple(range(2, input.ndim))
+    affine_shape = (1, c) + (1,) * (input.ndim - 2)
+    n = _count(input.shape, stat_dims)
+    centered = None
+    if training:
+        if n == 1:
+            raise ValueError(f"{op}: expected more than 1 value per channel when training, got "
+                             f"input of shape {tuple(input.shape)}")
+        if n == 0:  # an empty batch: nothing to normalise, and the running stats stay
+            xp = input._device.xp
+            mean = xp.zeros(affine_shape, input._data.dtype)
+            invstd = xp.ones(affine_shape, input._data.dtype)
+        else:
+            mean, var, invstd, centered = _moments(input._device.xp, input._data, stat_dims,
+                                                   eps)
+            _update_running(running_mean, mean, momentum)
+            _update_running(running_var, var * (n / (n - 1)), momentum)
+    else:
+        if running_mean is None or running_var is None:
+            raise ValueError(f"{op}: running_mean and running_var are needed when "
+                             "training=False; pass them, or training=True to use batch statistics")
+        mean = running_mean._data.reshape(affine_shape).astype(input._data.dtype, copy=False)
+        var = running_var._data.reshape(affine_shape).astype(input._data.dtype, copy=False)
+        invstd = 1 / input._device.xp.sqrt(var + var.dtype.type(eps))
+    return _normalize(input, weight, bias, mean=mean, invstd=invstd, stat_dims=stat_dims,
+                      affine_shape=affine_shape, from_batch=training, eps=eps,
+                      centered=centered)
+
+
+# ------------------------------------------------------------------- layer norm
+def _normalized_dims(input: Tensor, normalized_shape, op: str) -> tuple:
+    shape = (normalized_shape,) if isinstance(normalized_shape, numbers.Integral) else \
+        tuple(normalized_shape)
+    k = len(shape)
+    if k == 0 or k > input.ndim or tuple(input.shape[input.ndim - k:]) != shape:
+        raise ShapeError(f"{op}: normalized_shape {shape} does not match the input of shape "
+                         f"{tuple(input.shape)}; valid: its last dims, e.g. "
+                         f"{tuple(input.shape[-1:])}")
+    return shape, tuple(range(input.ndim - k, input.ndim))
+
+
+def layer_norm(input: Tensor, normalized_shape, weight: Tensor | None = None,
+               bias: Tensor | None = None, eps: float = 1e-5) -> Tensor:
+    """Normalise over the last dims (`normalized_shape`), each sample on its own."""
+    op = "layer_norm"
+    shape, dims = _normalized_dims(input, normalized_shape, op)
+    _check_param(weight, "weight", shape, op, "normalized_shape")
+    _check_param(bias, "bias", shape, op, "normalized_shape")
+    mean, _, invstd, centered = _moments(input._device.xp, input._data, dims, eps)
+    return _normalize(input, weight, bias, mean=mean, invstd=invstd, stat_dims=dims,
+                      affine_shape=(1,) * (input.ndim - len(shape)) + shape, from_batch=True,
+                      eps=eps, centered=centered)
+
+
+def rms_norm(input: Tensor, normalized_shape, weight: Tensor | None = None,
+             eps: float | None = None) -> Tensor:
+    """x / sqrt(mean(x**2) + eps) over the last dims (`normalized_shape`), times `weight`;
+    `eps` defaults to the machine epsilon of the input's dtype, as in torch."""
+    op = "rms_norm"
+    shape, dims = _normalized_dims(input, normalized_shape, op)
+    _check_param(weight, "weight", shape, op, "normalized_shape")
+    if eps is None:
+        eps = float(input._device.xp.finfo(input._data.dtype).eps)
+    out = input * ((input * input).mean(dim=dims, keepdim=True) + eps).rsqrt()
+    return out if weight is None else out * weight
+
+
+# ------------------------------------------------------------ group and instance
+def group_norm(input: Tensor, num_groups: int, weight: Tensor | None = None,
+               bias: Tensor | None = None, eps: float = 1e-5) -> Tensor:
+    """Normalise each group of C / num_groups channels of an (N, C, *) input per sample."""
+    op = "group_norm"
+    c = _check_channels(input, op)
+    if num_groups <= 0 or c % num_groups:
+        raise ShapeError(f"{op}: the {c} channels of input {tuple(input.shape)} are not "
+                         f"divisible into num_groups={num_groups}; valid: a divisor of {c}")
+    _check_param(weight, "weight", (c,), op, "one value per channel")
+    _check_param(bias, "bias", (c,), op, "one value per channel")
+    n, spatial = input.shape[0], tuple(input.shape[2:])
+    grouped = input.reshape(n, num_groups, c // num_groups, math.prod(spatial))
+    mean, _, invstd, centered = _moments(input._device.xp, grouped._data, (2, 3), eps)
+    out = _normalize(grouped, weight, bias, mean=mean, invstd=invstd, stat_dims=(2, 3),
+                     affine_shape=(1, num_groups, c // num_groups, 1), from_batch=True, eps=eps,
+                     centered=centered)
+    return out.reshape((n, c) + spatial)
+
+
+def instance_norm(input: Tensor, running_mean: Tensor | None = None,
+                  running_var: Tensor | None = None, weight: Tensor | None = None,
+                  bias: Tensor | None = None, use_input_stats: bool = True,
+                  momentum: float = 0.1, eps: float = 1e-5) -> Tensor:
+    """Normalise each channel of each sample of an (N, C, *) input over its spatial dims.
+
+    With `use_input_stats` the running statistics (when given) move toward the batch
+    average of the per-sample statistics; without it they normalise instead.
+    """
+    op = "instance_norm"
+    c = _check_channels(input, op)
+    for name, t in (("running_mean", running_mean), ("running_var", running_var),
+                    ("weight", weight), ("bias", bias)):
+        _check_param(t, name, (c,), op, "one value per channel")
+    if not use_input_stats:
+        return batch_norm(input, running_mean, running_var, weight, bias, False, momentum, eps)
+    stat_dims = tuple(range(2, input.ndim))
+    n = _count(input.shape, stat_dims)
+    if n <= 1:
+        raise ValueError(f"{op}: expected more than 1 spatial element when training, got "
+                         f"input of shape {tuple(input.shape)}")
+    mean, var, invstd, centered = _moments(input._device.xp, input._data, stat_dims, eps)
+    if input.shape[0]:
+        _update_running(running_mean, mean.mean(axis=0), momentum)
+        _update_running(running_var, (var * (n / (n - 1))).mean(axis=0), momentum)
+    return _normalize(input, weight, bias, mean=mean, invstd=invstd, stat_dims=stat_dims,
+                      affine_shape=(1, c) + (1,) * len(stat_dims), from_batch=True, eps=eps,
+                      centered=centered)
+
+
+# ------------------------------------------------------------- other normalisers
+def local_response_norm(input: Tensor, size: int, alpha: float = 1e-4, beta: float = 0.75,
+                        k: float = 1.0) -> Tensor:
+    """x / (k + alpha * mean of x**2 over `size` neighbouring channels) ** beta.
+
+    The window around channel c spans channels c - size//2 to c + (size-1)//2, zero-padded,
+    and always divides by `size`, as torch's average pooling does.
+    """
+    op = "local_response_norm"
+    if input.ndim < 3:
+        raise ShapeError(f"{op}: expected an input of 3 or more dims (N, C, *), got shape "
+                         f"{tuple(input.shape)}")
+    if size < 1:
+        raise ValueError(f"{op}: size must be a positive integer, got {size}")
+    xp = input._device.xp
+    ch = xp.arange(input.shape[1])
+    offset = ch[:, None] - ch[None, :]  # source channel minus target channel
+    band = (offset >= -(size // 2)) & (offset <= (size - 1) // 2)
+    window = Tensor._make(band.astype(input._data.dtype), input._device)
+    summed = ((input * input).movedim(1, -1) @ window).movedim(-1, 1)
+    return input / (summed * (alpha / size) + k) ** beta
+
+
+def normalize(input: Tensor, p: float = 2.0, dim: int = 1, eps: float = 1e-12,
+              out: Tensor | None = None) -> Tensor:
+    """x divided by its p-norm along `dim`, the norm clamped below at `eps`."""
+    result = input / vector_norm(input, p, dim, keepdim=True).clamp(min=eps)
+    return result if out is None else out.copy_(result)
