@@ -1,5 +1,601 @@
-"""Pooling, pixel shuffling and interpolation."""
+"""Pooling (max, average, adaptive, power-average), pixel shuffling and interpolation.
+
+Each op is described per spatial axis by a (outputs, taps) array of input positions: which
+input elements each output reads. Max pools gather those windows, take PyTorch's argmax
+(the first maximum in row-major order, or the last NaN) and `gather` the winners, so the
+gradient is a scatter to the argmax whose own gradient is a gather again. Average pools,
+adaptive average pools and interpolation are weighted sums of the taps, one axis at a time
+(`_TapSum`); the backward of such a sum is the transposed sum (the transposed average) and
+vice versa, so derivatives of every order work. No loop runs over batch items, channels or
+pixels: only over the spatial axes (at most three) and the taps of a window.
+"""
 
 from __future__ import annotations
 
-__all__: list[str] = []
+import math
+import numbers
+
+from .. import dtypes
+from ..autograd.function import Function
+from ..errors import ShapeError
+from ..tensor import Tensor
+from ._util import require_float
+from .elementwise import relu
+from .indexing import gather
+
+__all__ = [
+    "max_pool1d", "max_pool2d", "max_pool3d", "avg_pool1d", "avg_pool2d", "avg_pool3d",
+    "adaptive_max_pool1d", "adaptive_max_pool2d", "adaptive_max_pool3d",
+    "adaptive_avg_pool1d", "adaptive_avg_pool2d", "adaptive_avg_pool3d",
+    "lp_pool1d", "lp_pool2d", "lp_pool3d", "pixel_shuffle", "pixel_unshuffle", "interpolate",
+]
+
+_INT64 = dtypes.int64.np
+# windows with more taps than this are summed from one gather instead of tap by tap
+# (faster when a few outputs each read many inputs, e.g. global pooling)
+_GATHER_ALL = 16
+_SPATIAL = {1: "L", 2: "H, W", 3: "D, H, W"}
+
+
+# ------------------------------------------------------------------- arguments
+def _ints(value, d: int, name: str, op: str) -> tuple:
+    """An int, or a sequence of 1 or `d` ints, as a `d`-tuple."""
+    values = (value,) if isinstance(value, numbers.Integral) else tuple(value)
+    if len(values) == 1:
+        values *= d
+    if len(values) != d or not all(isinstance(v, numbers.Integral) for v in values):
+        raise ShapeError(f"{op}: {name} must be an int or a sequence of {d} ints, got {value!r}")
+    return tuple(int(v) for v in values)
+
+
+def _check_input(input: Tensor, d: int, op: str, unbatched: bool = True) -> None:
+    """A (C, *spatial) or (N, C, *spatial) input whose sizes are non-zero except N."""
+    shape = tuple(input.shape)
+    ranks = (d + 1, d + 2) if unbatched else (d + 2,)
+    forms = f"(N, C, {_SPATIAL[d]})" + (f" or (C, {_SPATIAL[d]})" if unbatched else "")
+    if input.ndim not in ranks:
+        raise ShapeError(f"{op}: expected a {' or '.join(map(str, ranks))}-d input {forms}, got "
+                         f"shape {shape}")
+    if 0 in shape[input.ndim - d - 1:]:
+        raise ShapeError(f"{op}: expected non-zero sizes except the batch (N) in {forms}, got "
+                         f"shape {shape}")
+
+
+def _pool_args(op, input, d, kernel_size, stride, padding, dilation=1) -> tuple:
+    """Check the input and the window parameters; stride defaults to the kernel size."""
+    _check_input(input, d, op)
+    kernel = _ints(kernel_size, d, "kernel_size", op)
+    stride = kernel if stride is None or stride == [] else _ints(stride, d, "stride", op)
+    padding = _ints(padding, d, "padding", op)
+    dilation = _ints(dilation, d, "dilation", op)
+    for name, values in (("kernel_size", kernel), ("stride", stride), ("dilation", dilation)):
+        if min(values) <= 0:
+            raise ShapeError(f"{op}: {name} must be positive, got {values}")
+    if min(padding) < 0 or any(p > k // 2 for p, k in zip(padding, kernel, strict=True)):
+        raise ShapeError(f"{op}: padding must be between 0 and half the kernel size, got "
+                         f"padding={padding} for kernel_size={kernel}")
+    return kernel, stride, padding, dilation
+
+
+def _out_size(op, shape, n, k, s, p, dil, ceil_mode) -> int:
+    """PyTorch's pooled length of an axis of size `n` of an input of `shape` (with
+    `ceil_mode`, a window may not start in the right padding)."""
+    span = n + 2 * p - dil * (k - 1) - 1
+    out = (span + (s - 1 if ceil_mode else 0)) // s + 1
+    if ceil_mode and (out - 1) * s >= n + p:
+        out -= 1
+    if out <= 0:
+        raise ShapeError(f"{op}: input of shape {tuple(shape)} is too small for kernel_size "
+                         f"{k} (dilation {dil}, padding {p}): the output size would be {out}")
+    return out
+
+
+def _window_taps(xp, n: int, out: int, k: int, s: int, p: int, dil: int = 1):
+    """(out, k) input positions of each window's taps, and which of them lie in [0, n)."""
+    taps = xp.arange(out)[:, None] * s - p + xp.arange(k) * dil
+    return taps, (taps >= 0) & (taps < n)
+
+
+def _adaptive_taps(xp, n: int, out: int):
+    """PyTorch's adaptive windows [floor(i n / out), ceil((i + 1) n / out)) as (out, taps)
+    positions (short windows repeat their last position), which are real, and their sizes."""
+    i = xp.arange(out)
+    start, end = i * n // out, -(-(i + 1) * n // out)
+    taps = start[:, None] + xp.arange(int((end - start).max()) if out else 1)
+    return xp.minimum(taps, end[:, None] - 1), taps < end[:, None], end - start
+
+
+def _tensor(array, like: Tensor) -> Tensor:
+    return Tensor._make(array, like._device)
+
+
+# ------------------------------------------------------------------ max pooling
+def _max_over(input: Tensor, taps: list):
+    """Max over windows given per axis as (out, k) positions that all lie inside the input,
+    in increasing order; returns the values and PyTorch's flat per-plane indices."""
+    xp = input._device.xp
+    d = len(taps)
+    spatial = input._data.shape[-d:]
+    flat, step = 0, 1
+    for a in reversed(range(d)):
+        shape = [1] * (2 * d)
+        shape[a], shape[d + a] = taps[a].shape
+        flat = flat + taps[a].reshape(shape) * step
+        step *= spatial[a]
+    out_shape = flat.shape[:d]
+    flat = flat.reshape(math.prod(out_shape), math.prod(flat.shape[d:]))
+    lead = input._data.shape[:-d]
+    planes = lead + (step,)  # each input plane flattened
+    windows = xp.take(input._data.reshape(planes), flat, axis=-1)  # (..., P, taps)
+    pick = windows.argmax(-1)
+    if windows.dtype.kind == "f":
+        has_nan = xp.isnan(xp.take_along_axis(windows, pick[..., None], -1)[..., 0])
+        if has_nan.any():  # torch keeps the last NaN of a window, argmax finds the first
+            last = flat.shape[1] - 1 - windows[..., ::-1].argmax(-1)
+            pick = xp.where(has_nan, last, pick)
+    index = flat[xp.arange(flat.shape[0]), pick].astype(_INT64, copy=False)
+    values = gather(input.reshape(planes), -1, _tensor(index, input))
+    return values.reshape(lead + out_shape), _tensor(index.reshape(lead + out_shape), input)
+
+
+def _max_pool(op, d, input, kernel_size, stride, padding, dilation, ceil_mode,
+              return_indices):
+    kernel, stride, padding, dilation = _pool_args(op, input, d, kernel_size, stride,
+                                                   padding, dilation)
+    xp = input._device.xp
+    shape = tuple(input.shape)
+    taps = []
+    for k, s, p, dil, n in zip(kernel, stride, padding, dilation, shape[-d:], strict=True):
+        out = _out_size(op, shape, n, k, s, p, dil, ceil_mode)
+        pos, inside = _window_taps(xp, n, out, k, s, p, dil)
+        if not inside.any(1).all():
+            raise ShapeError(f"{op}: with kernel_size {k}, dilation {dil} and padding {p}, a "
+                             f"window of an input of shape {shape} covers no input element")
+        # taps in the padding repeat the nearest real tap, which leaves the max unchanged
+        rows = xp.arange(out)
+        first = pos[rows, inside.argmax(1)][:, None]
+        last = pos[rows, k - 1 - inside[:, ::-1].argmax(1)][:, None]
+        taps.append(xp.where(pos < 0, first, xp.where(pos >= n, last, pos)))
+    values, indices = _max_over(input, taps)
+    return (values, indices) if return_indices else values
+
+
+def max_pool1d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
+               return_indices=False):
+    """Max over sliding windows of (N, C, L) or (C, L) input; padding counts as -inf.
+
+    With `return_indices`, also the position of each maximum within its input row.
+    """
+    return _max_pool("max_pool1d", 1, input, kernel_size, stride, padding, dilation,
+                     ceil_mode, return_indices)
+
+
+def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
+               return_indices=False):
+    """Max over sliding windows of (N, C, H, W) or (C, H, W) input; padding counts as -inf.
+
+    `stride` defaults to `kernel_size`; `ceil_mode` rounds the output size up (a window may
+    not start in the right padding). With `return_indices`, also the flat index h * W + w
+    of each maximum within its input plane (the first maximum of a window, as torch).
+    """
+    return _max_pool("max_pool2d", 2, input, kernel_size, stride, padding, dilation,
+                     ceil_mode, return_indices)
+
+
+def max_pool3d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
+               return_indices=False):
+    """Max over sliding windows of (N, C, D, H, W) or (C, D, H, W) input; padding counts as
+    -inf. Indices are flat within each input volume."""
+    return _max_pool("max_pool3d", 3, input, kernel_size, stride, padding, dilation,
+                     ceil_mode, return_indices)
+
+
+def _adaptive_max_pool(op, d, input, output_size, return_indices):
+    _check_input(input, d, op)
+    sizes = _output_sizes(op, input, d, output_size)
+    xp = input._device.xp
+    taps = [_adaptive_taps(xp, n, out)[0]
+            for n, out in zip(input._data.shape[-d:], sizes, strict=True)]
+    values, indices = _max_over(input, taps)
+    return (values, indices) if return_indices else values
+
+
+def _output_sizes(op, input: Tensor, d: int, output_size) -> tuple:
+    """Adaptive output sizes; None keeps the input's size along that axis."""
+    spatial = tuple(input.shape)[-d:]
+    sizes = (output_size,) * d if output_size is None or \
+        isinstance(output_size, numbers.Integral) else tuple(output_size)
+    if len(sizes) == 1:
+        sizes *= d
+    if len(sizes) != d:
+        raise ShapeError(f"{op}: output_size must be an int or {d} ints (or None), got "
+                         f"{output_size!r}")
+    sizes = tuple(n if s is None else int(s) for s, n in zip(sizes, spatial, strict=True))
+    if min(sizes) < 0:
+        raise ShapeError(f"{op}: output_size must be non-negative, got {sizes}")
+    return sizes
+
+
+def adaptive_max_pool1d(input, output_size, return_indices=False):
+    """Max over `output_size` windows that tile (N, C, L) or (C, L) input, window i being
+    [floor(i L / out), ceil((i + 1) L / out)); optionally with the indices of the maxima."""
+    return _adaptive_max_pool("adaptive_max_pool1d", 1, input, output_size, return_indices)
+
+
+def adaptive_max_pool2d(input, output_size, return_indices=False):
+    """Max over windows that tile (N, C, H, W) or (C, H, W) input to `output_size` (an int,
+    a pair, None keeping a size); torch's window rule, overlapping where sizes do not divide.
+    With `return_indices`, also the flat index h * W + w of each maximum."""
+    return _adaptive_max_pool("adaptive_max_pool2d", 2, input, output_size, return_indices)
+
+
+def adaptive_max_pool3d(input, output_size, return_indices=False):
+    """Max over windows that tile (N, C, D, H, W) or (C, D, H, W) input to `output_size`."""
+    return _adaptive_max_pool("adaptive_max_pool3d", 3, input, output_size, return_indices)
+
+
+# --------------------------------------------------- linear maps along one axis
+class _Taps:
+    """A linear map along one axis: out[i] = sum_t weights[i, t] * x[taps[i, t]] for i < out,
+    x having `n` entries. A tap equal to `n` reads a zero appended to x, which pads short
+    windows without multiplying an inf by 0; `weights` None means all ones."""
+
+    def __init__(self, xp, taps, n: int, weights=None):
+        self.xp, self.taps, self.n, self.weights = xp, taps, n, weights
+        self.padded = bool((taps == n).any())
+        self._transposed = None
+
+    def __call__(self, x, dim: int):
+        xp = self.xp
+        if self.padded:
+            widths = [(0, 0)] * x.ndim
+            widths[dim] = (0, 1)
+            x = xp.pad(x, widths)
+        k = self.taps.shape[1]
+        shape = self.taps.shape + (1,) * (x.ndim - dim - 1)
+        if k > _GATHER_ALL:  # wide windows: one gather of every tap, then a sum
+            picked = xp.take(x, self.taps.reshape(-1), axis=dim)
+            picked = picked.reshape(x.shape[:dim] + self.taps.shape + x.shape[dim + 1:])
+            if self.weights is not None:
+                picked *= self.weights.astype(x.dtype).reshape(shape)
+            return picked.sum(axis=dim + 1)
+        out = None
+        for t in range(k):  # a loop over the taps of a window
+            term = xp.take(x, self.taps[:, t], axis=dim)
+            if self.weights is not None:
+                term *= self.weights[:, t].astype(x.dtype).reshape(shape[:1] + shape[2:])
+            out = term if out is None else xp.add(out, term, out=out)
+        return out
+
+    @property
+    def T(self) -> _Taps:
+        """The transposed map: for each input entry, the outputs that read it."""
+        if self._transposed is None:
+            self._transposed = self._transpose()
+            self._transposed._transposed = self
+        return self._transposed
+
+    def _transpose(self) -> _Taps:
+        xp, taps = self.xp, self.taps
+        out, k = taps.shape
+        flat = taps.reshape(-1)
+        entry = xp.arange(flat.size)[flat < self.n]  # the real taps, as flat positions
+        read = flat[entry]
+        order = xp.argsort(read * flat.size + entry)  # grouped by input entry, in order
+        entry, read = entry[order], read[order]
+        counts = xp.bincount(read, minlength=self.n)
+        width = max(int(counts.max()) if self.n else 0, 1)
+        rank = xp.arange(read.size) - (xp.cumsum(counts) - counts)[read]
+        inverse = xp.full((self.n, width), out, dtype=taps.dtype)
+        inverse[read, rank] = entry // k
+        weights = None
+        if self.weights is not None:
+            weights = xp.zeros((self.n, width), dtype=self.weights.dtype)
+            weights[read, rank] = self.weights.reshape(-1)[entry]
+        return _Taps(xp, inverse, out, weights)
+
+
+class _TapSum(Function):
+    """A `_Taps` map along `dim`; its backward is the transposed map, whose backward is the
+    map again, so derivatives of any order stay linear maps of this kind."""
+
+    def forward(self, x, dim, taps):
+        self.dim, self.taps = dim, taps
+        return taps(x, dim)
+
+    def backward(self, g):
+        return (_TapSum.apply(g, dim=self.dim, taps=self.taps.T),)
+
+
+def _separable(x: Tensor, per_axis: list) -> Tensor:
+    """Apply one `_Taps` per trailing spatial axis; None leaves an axis as it is."""
+    d = len(per_axis)
+    for a in reversed(range(d)):  # the last axis first, as torch's kernels nest them
+        if per_axis[a] is not None:
+            x = _TapSum.apply(x, dim=x.ndim - d + a, taps=per_axis[a])
+    return x
+
+
+def _outer(xp, vectors: list):
+    """The outer product of per-axis vectors, shaped (len(v0), len(v1), ...)."""
+    out = 1
+    for a, v in enumerate(vectors):
+        out = out * v.reshape((-1,) + (1,) * (len(vectors) - a - 1))
+    return out
+
+
+# -------------------------------------------------------------- average pooling
+def _avg_pool(op, d, input, kernel_size, stride, padding, ceil_mode, count_include_pad,
+              divisor_override=None):
+    require_float(input, op)
+    kernel, stride, padding, _ = _pool_args(op, input, d, kernel_size, stride, padding)
+    if divisor_override is not None and divisor_override == 0:
+        raise ShapeError(f"{op}: divisor_override must be non-zero, got {divisor_override}")
+    xp = input._device.xp
+    shape = tuple(input.shape)
+    per_axis, counts = [], []
+    for k, s, p, n in zip(kernel, stride, padding, shape[-d:], strict=True):
+        out = _out_size(op, shape, n, k, s, p, 1, ceil_mode)
+        taps, inside = _window_taps(xp, n, out, k, s, p)
+        per_axis.append(_Taps(xp, xp.where(inside, taps, n), n))
+        # with count_include_pad, a window counts its part inside the padded input
+        counts.append(xp.minimum(taps[:, 0] + k, n + p) - taps[:, 0] if count_include_pad
+                      else inside.sum(1))
+    sums = _separable(input, per_axis)
+    divisor = divisor_override if divisor_override is not None else \
+        _tensor(_outer(xp, counts).astype(input._data.dtype), input)
+    return sums / divisor
+
+
+def avg_pool1d(input, kernel_size, stride=None, padding=0, ceil_mode=False,
+               count_include_pad=True):
+    """Mean over sliding windows of (N, C, L) or (C, L) input; zero padding counts in the
+    divisor unless `count_include_pad=False`."""
+    return _avg_pool("avg_pool1d", 1, input, kernel_size, stride, padding, ceil_mode,
+                     count_include_pad)
+
+
+def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False,
+               count_include_pad=True, divisor_override=None):
+    """Mean over sliding windows of (N, C, H, W) or (C, H, W) input.
+
+    Zero padding counts in the divisor unless `count_include_pad=False`; windows that
+    `ceil_mode` lets run past the padding count only their part inside it;
+    `divisor_override` replaces the divisor of every window.
+    """
+    return _avg_pool("avg_pool2d", 2, input, kernel_size, stride, padding, ceil_mode,
+                     count_include_pad, divisor_override)
+
+
+def avg_pool3d(input, kernel_size, stride=None, padding=0, ceil_mode=False,
+               count_include_pad=True, divisor_override=None):
+    """Mean over sliding windows of (N, C, D, H, W) or (C, D, H, W) input (as avg_pool2d)."""
+    return _avg_pool("avg_pool3d", 3, input, kernel_size, stride, padding, ceil_mode,
+                     count_include_pad, divisor_override)
+
+
+def _adaptive_avg_pool(op, d, input, output_size):
+    require_float(input, op)
+    _check_input(input, d, op)
+    sizes = _output_sizes(op, input, d, output_size)
+    xp = input._device.xp
+    per_axis, counts = [], []
+    for n, out in zip(input._data.shape[-d:], sizes, strict=True):
+        taps, inside, size = _adaptive_taps(xp, n, out)
+        per_axis.append(None if out == n else _Taps(xp, xp.where(inside, taps, n), n))
+        counts.append(size)
+    return _separable(input, per_axis) / _tensor(_outer(xp, counts).astype(input._data.dtype),
+                                                 input)
+
+
+def adaptive_avg_pool1d(input, output_size):
+    """Mean over `output_size` windows that tile (N, C, L) or (C, L) input, window i being
+    [floor(i L / out), ceil((i + 1) L / out))."""
+    return _adaptive_avg_pool("adaptive_avg_pool1d", 1, input, output_size)
+
+
+def adaptive_avg_pool2d(input, output_size):
+    """Mean over windows that tile (N, C, H, W) or (C, H, W) input to `output_size` (an int,
+    a pair, None keeping a size); torch's window rule, overlapping where sizes do not divide."""
+    return _adaptive_avg_pool("adaptive_avg_pool2d", 2, input, output_size)
+
+
+def adaptive_avg_pool3d(input, output_size):
+    """Mean over windows that tile (N, C, D, H, W) or (C, D, H, W) input to `output_size`."""
+    return _adaptive_avg_pool("adaptive_avg_pool3d", 3, input, output_size)
+
+
+# -------------------------------------------------------- power-average pooling
+def _lp_pool(d, input, norm_type, kernel_size, stride, ceil_mode):
+    max_pool, avg_pool = ((max_pool1d, avg_pool1d), (max_pool2d, avg_pool2d),
+                          (max_pool3d, avg_pool3d))[d - 1]
+    if norm_type == math.inf:
+        return max_pool(input.abs(), kernel_size, stride, 0, 1, ceil_mode)
+    if norm_type == -math.inf:
+        return -max_pool(-input.abs(), kernel_size, stride, 0, 1, ceil_mode)
+    out = avg_pool(input ** norm_type, kernel_size, stride, 0, ceil_mode)
+    count = math.prod(_ints(kernel_size, d, "kernel_size", f"lp_pool{d}d"))
+    # torch's formula: windows cut short by ceil_mode are scaled up to the full kernel
+    return (out.sign() * relu(out.abs()) * count) ** (1.0 / norm_type)
+
+
+def lp_pool1d(input, norm_type, kernel_size, stride=None, ceil_mode=False):
+    """(sum over each window of x ** p) ** (1 / p) for (N, C, L) or (C, L) input; p = inf
+    is max pooling of |x|."""
+    return _lp_pool(1, input, norm_type, kernel_size, stride, ceil_mode)
+
+
+def lp_pool2d(input, norm_type, kernel_size, stride=None, ceil_mode=False):
+    """(sum over each window of x ** p) ** (1 / p) for (N, C, H, W) or (C, H, W) input;
+    p = inf is max pooling of |x|."""
+    return _lp_pool(2, input, norm_type, kernel_size, stride, ceil_mode)
+
+
+def lp_pool3d(input, norm_type, kernel_size, stride=None, ceil_mode=False):
+    """(sum over each window of x ** p) ** (1 / p) for (N, C, D, H, W) or (C, D, H, W)
+    input; p = inf is max pooling of |x|."""
+    return _lp_pool(3, input, norm_type, kernel_size, stride, ceil_mode)
+
+
+# -------------------------------------------------------------- pixel shuffle
+def _check_shuffle(op: str, input: Tensor, factor, name: str) -> int:
+    if input.ndim < 3:
+        raise ShapeError(f"{op}: expected an input of shape (*, C, H, W) with at least 3 "
+                         f"dimensions, got shape {tuple(input.shape)}")
+    if not isinstance(factor, numbers.Integral) or factor <= 0:
+        raise ShapeError(f"{op}: {name} must be a positive int, got {factor!r}")
+    return int(factor)
+
+
+def pixel_shuffle(input, upscale_factor):
+    """Rearrange (*, C r^2, H, W) into (*, C, H r, W r): each group of r^2 channels becomes
+    an r x r block of pixels."""
+    r = _check_shuffle("pixel_shuffle", input, upscale_factor, "upscale_factor")
+    *lead, c, h, w = input.shape
+    if c % (r * r):
+        raise ShapeError(f"pixel_shuffle: the channel dimension {c} of input shape "
+                         f"{tuple(input.shape)} must be divisible by upscale_factor^2 = {r * r}")
+    n = len(lead)
+    x = input.reshape(tuple(lead) + (c // (r * r), r, r, h, w))
+    x = x.permute(tuple(range(n + 1)) + (n + 3, n + 1, n + 4, n + 2))
+    return x.reshape(tuple(lead) + (c // (r * r), h * r, w * r))
+
+
+def pixel_unshuffle(input, downscale_factor):
+    """Rearrange (*, C, H r, W r) into (*, C r^2, H, W), the inverse of pixel_shuffle."""
+    r = _check_shuffle("pixel_unshuffle", input, downscale_factor, "downscale_factor")
+    *lead, c, h, w = input.shape
+    if h % r or w % r:
+        raise ShapeError(f"pixel_unshuffle: the height {h} and width {w} of input shape "
+                         f"{tuple(input.shape)} must be divisible by downscale_factor {r}")
+    n = len(lead)
+    x = input.reshape(tuple(lead) + (c, h // r, r, w // r, r))
+    x = x.permute(tuple(range(n + 1)) + (n + 2, n + 4, n + 1, n + 3))
+    return x.reshape(tuple(lead) + (c * r * r, h // r, w // r))
+
+
+# -------------------------------------------------------------- interpolation
+_MODE_RANKS = {"nearest": (3, 4, 5), "nearest-exact": (3, 4, 5), "area": (3, 4, 5),
+               "linear": (3,), "bilinear": (4,), "bicubic": (4,), "trilinear": (5,)}
+_CUBIC_A = -0.75
+
+
+def _source(xp, n: int, out: int, scale, align_corners: bool, centred: bool, dt):
+    """torch's source coordinate of each output position along an axis, in `dt`:
+    step * (i + 0.5) - 0.5 when `centred` (rounded once, as the fused multiply-add of
+    torch's compiled kernels), else step * i."""
+    if align_corners:
+        step = dt(n - 1) / dt(out - 1) if out > 1 else dt(0)
+    else:
+        step = dt(1.0 / scale) if scale else dt(n) / dt(out)
+    if not centred:
+        return xp.arange(out, dtype=dt) * step
+    return (float(step) * (xp.arange(out, dtype=xp.float64) + 0.5) - 0.5).astype(dt)
+
+
+def _cubic_weights(xp, t, dt):
+    """Keys' cubic convolution weights (a = -0.75, as torch) of the 4 taps around `t`."""
+    a = dt(_CUBIC_A)
+
+    def near(x):  # |x| <= 1
+        return ((a + 2) * x - (a + 3)) * x * x + 1
+
+    def far(x):  # 1 < |x| < 2
+        return ((a * x - 5 * a) * x + 8 * a) * x - 4 * a
+
+    rest = 1 - t
+    return xp.stack([far(t + 1), near(t), near(rest), far(rest + 1)], 1)
+
+
+def _interp_taps(xp, mode: str, n: int, out: int, scale, align_corners: bool, dt):
+    """The `_Taps` resampling an axis of size `n` to `out` (None: the identity)."""
+    nearest = mode in ("nearest", "nearest-exact")
+    if out == n and (scale is None if nearest else mode != "bicubic" and not align_corners):
+        return None  # torch copies this axis
+    if mode == "nearest":
+        src = _source(xp, n, out, scale, False, False, dt)
+    elif mode == "nearest-exact":
+        src = xp.maximum(_source(xp, n, out, scale, False, True, dt), dt(0))
+        src = (src.astype(xp.float64) + 0.5).astype(dt)
+    else:
+        src = _source(xp, n, out, scale, align_corners, not align_corners, dt)
+    if mode == "bicubic":
+        base = xp.floor(src).astype(_INT64)
+        taps = xp.clip(base[:, None] + xp.arange(-1, 3), 0, n - 1)
+        return _Taps(xp, taps, n, _cubic_weights(xp, src - base, dt))
+    src = xp.maximum(src, dt(0))
+    base = xp.minimum(xp.floor(src).astype(_INT64), n - 1)
+    if nearest:
+        return _Taps(xp, base[:, None], n)
+    frac = xp.clip(src - base, dt(0), dt(1))
+    taps = xp.stack([base, xp.minimum(base + 1, n - 1)], 1)
+    return _Taps(xp, taps, n, xp.stack([1 - frac, frac], 1))
+
+
+def _per_axis(value, d: int, name: str, input: Tensor) -> tuple:
+    """A number for every spatial axis, or a sequence with one entry per axis."""
+    if isinstance(value, numbers.Real):
+        return (value,) * d
+    if len(value) != d:
+        raise ShapeError(f"interpolate: {name} {value!r} must have one entry per spatial "
+                         f"dimension of the input of shape {tuple(input.shape)}")
+    return tuple(value)
+
+
+def _interp_sizes(input: Tensor, d: int, size, scale_factor, mode: str,
+                  recompute: bool) -> tuple:
+    """Output sizes and the scale factors that set the source coordinates (None: sizes)."""
+    if (size is None) == (scale_factor is None):
+        raise ShapeError("interpolate: give exactly one of size and scale_factor, got "
+                         f"size={size!r} and scale_factor={scale_factor!r}")
+    spatial = tuple(input.shape)[2:]
+    if size is not None:
+        if recompute:
+            raise ShapeError("interpolate: recompute_scale_factor is not meaningful with an "
+                             "explicit size")
+        sizes = tuple(int(s) for s in _per_axis(size, d, "size", input))
+        scales = (None,) * d
+    else:
+        scales = tuple(float(s) for s in _per_axis(scale_factor, d, "scale_factor", input))
+        sizes = tuple(int(n * s) for n, s in zip(spatial, scales, strict=True))
+        if recompute:
+            scales = (None,) * d
+    if min(sizes) < 0 or min(sizes) == 0 and mode != "area":
+        raise ShapeError(f"interpolate: input and output sizes must be greater than 0, got "
+                         f"input {spatial} and output {sizes}")
+    return sizes, tuple(s if s is not None and s > 0 else None for s in scales)
+
+
+def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corners=None,
+                recompute_scale_factor=None, antialias=False):
+    """Resample (N, C, *spatial) input to `size` or by `scale_factor`, as torch's interpolate.
+
+    Modes: 'nearest' and 'nearest-exact' (3-, 4- or 5-d), 'linear' (3-d), 'bilinear' and
+    'bicubic' (4-d), 'trilinear' (5-d), 'area' (adaptive average pooling). `align_corners`
+    (linear modes only) maps the corner pixels' centres onto each other.
+    """
+    if mode not in _MODE_RANKS:
+        raise ValueError(f"interpolate: unknown mode {mode!r}; valid: {', '.join(_MODE_RANKS)}")
+    if input.ndim not in _MODE_RANKS[mode]:
+        raise ShapeError(f"interpolate: mode {mode!r} expects a "
+                         f"{' or '.join(map(str, _MODE_RANKS[mode]))}-d input (N, C, ...), got "
+                         f"shape {tuple(input.shape)}")
+    if align_corners is not None and mode in ("nearest", "nearest-exact", "area"):
+        raise ValueError(f"interpolate: align_corners can only be set with the interpolating "
+                         f"modes linear, bilinear, bicubic and trilinear, not {mode!r}")
+    if antialias:
+        raise NotImplementedError("interpolate: antialias=True is not supported; downsample "
+                                  "with mode='area' for an anti-aliased result")
+    require_float(input, "interpolate")
+    d = input.ndim - 2
+    _check_input(input, d, "interpolate", unbatched=False)
+    # area mode needs integer sizes, as if recompute_scale_factor were set
+    recompute = bool(recompute_scale_factor) or (mode == "area" and size is None)
+    sizes, scales = _interp_sizes(input, d, size, scale_factor, mode, recompute)
+    if mode == "area":
+        return _adaptive_avg_pool("interpolate", d, input, sizes)
+    xp = input._device.xp
+    dt = (dtypes.float64 if input._data.dtype == dtypes.float64.np else dtypes.float32).np.type
+    per_axis = [_interp_taps(xp, mode, n, out, scale, align_corners, dt)
+                for n, out, scale in zip(input._data.shape[2:], sizes, scales, strict=True)]
+    return _separable(input, per_axis)
