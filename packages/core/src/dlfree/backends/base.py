@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from . import special
+
 
 class Backend:
     """An array library that holds tensor data for one device type.
@@ -39,3 +41,15 @@ class Backend:
     def scatter_add(self, target, index, values) -> None:
         """Add `values` into `target[index]`, summing repeated indices (in place)."""
         self.xp.add.at(target, index, values)
+
+    def erf(self, x):
+        """The error function, elementwise (about 1e-15 relative in float64)."""
+        return special.erf(self.xp, x)
+
+    def erfc(self, x):
+        """1 - erf(x), elementwise, accurate in relative terms where it is tiny."""
+        return special.erfc(self.xp, x)
+
+    def erfinv(self, x):
+        """The inverse error function, elementwise: ±inf at ±1, NaN outside [-1, 1]."""
+        return special.erfinv(self.xp, x)

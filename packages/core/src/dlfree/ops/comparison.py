@@ -1,72 +1,113 @@
-"""Comparisons and logical ops: results are bool tensors and never require grad."""
+"""Comparisons, logical and bitwise ops: never differentiable, so they skip the graph.
+
+Comparisons and logical ops give bool tensors; bitwise ops keep the promoted integer (or
+bool) dtype and refuse floating-point tensors, as in torch.
+"""
 
 from __future__ import annotations
 
+import numbers
+
+from ..errors import DTypeError
 from ..tensor import Tensor
 from ._util import promote, tensor_method
+from .elementwise import check_kind
 
-__all__ = ["eq", "ne", "lt", "le", "gt", "ge", "logical_and", "logical_or", "logical_xor",
-           "logical_not", "isnan", "isinf", "isfinite", "equal", "allclose", "isclose",
-           "greater", "less", "greater_equal", "less_equal", "not_equal",
-           "bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_not"]
+__all__ = ["eq", "ne", "lt", "le", "gt", "ge", "greater", "less", "greater_equal",
+           "less_equal", "not_equal", "logical_and", "logical_or", "logical_xor",
+           "logical_not", "bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_not",
+           "isnan", "isinf", "isfinite", "isclose", "allclose", "equal"]
 
 
-def _compare(kernel_name, method_names, doc):
+def _binary(name, kernel_name, doc, bitwise=False):
+    """A two-operand op computed by `xp.<kernel_name>` on the promoted operands."""
+
     def op(input, other):
-        a, b = promote(input, other, kernel_name)
+        a, b = promote(input, other, name)
+        if bitwise:
+            check_kind(a, "biu", name)
         return Tensor._make(getattr(a._device.xp, kernel_name)(a._data, b._data), a._device)
 
-    op.__name__ = op.__qualname__ = method_names[0]
+    op.__name__ = op.__qualname__ = name
     op.__doc__ = doc
-    tensor_method(*method_names)(op)
-    return op
+    return tensor_method(name)(op)
 
 
-eq = _compare("equal", ("eq", "__eq__"), "Elementwise ==.")
-ne = _compare("not_equal", ("ne", "not_equal", "__ne__"), "Elementwise !=.")
-lt = _compare("less", ("lt", "less", "__lt__"), "Elementwise <.")
-le = _compare("less_equal", ("le", "less_equal", "__le__"), "Elementwise <=.")
-gt = _compare("greater", ("gt", "greater", "__gt__"), "Elementwise >.")
-ge = _compare("greater_equal", ("ge", "greater_equal", "__ge__"), "Elementwise >=.")
-logical_and = _compare("logical_and", ("logical_and",), "Elementwise logical and.")
-logical_or = _compare("logical_or", ("logical_or",), "Elementwise logical or.")
-logical_xor = _compare("logical_xor", ("logical_xor",), "Elementwise logical xor.")
-bitwise_and = _compare("bitwise_and", ("bitwise_and", "__and__", "__rand__"), "Bitwise and.")
-bitwise_or = _compare("bitwise_or", ("bitwise_or", "__or__", "__ror__"), "Bitwise or.")
-bitwise_xor = _compare("bitwise_xor", ("bitwise_xor", "__xor__", "__rxor__"), "Bitwise xor.")
+def _operator(op, swap=False):
+    """A Python operator method: defers (NotImplemented) to operands it does not know,
+    so `t == None` is False, as in torch."""
+
+    def method(self, other):
+        try:
+            return op(other, self) if swap else op(self, other)
+        except DTypeError:
+            if isinstance(other, Tensor | numbers.Number):
+                raise
+            return NotImplemented
+
+    method.__name__ = method.__qualname__ = f"{op.__name__}_operator"
+    method.__doc__ = op.__doc__
+    return method
+
+
+eq = _binary("eq", "equal", "input == other, elementwise, as a bool tensor.")
+ne = _binary("ne", "not_equal", "input != other, elementwise, as a bool tensor.")
+lt = _binary("lt", "less", "input < other, elementwise, as a bool tensor.")
+le = _binary("le", "less_equal", "input <= other, elementwise, as a bool tensor.")
+gt = _binary("gt", "greater", "input > other, elementwise, as a bool tensor.")
+ge = _binary("ge", "greater_equal", "input >= other, elementwise, as a bool tensor.")
 greater, less, greater_equal, less_equal, not_equal = gt, lt, ge, le, ne
+logical_and = _binary("logical_and", "logical_and", "Both non-zero, as a bool tensor.")
+logical_or = _binary("logical_or", "logical_or", "Either non-zero, as a bool tensor.")
+logical_xor = _binary("logical_xor", "logical_xor", "Exactly one non-zero, as a bool tensor.")
+bitwise_and = _binary("bitwise_and", "bitwise_and", "Bitwise and of integer or bool tensors.",
+                      bitwise=True)
+bitwise_or = _binary("bitwise_or", "bitwise_or", "Bitwise or of integer or bool tensors.",
+                     bitwise=True)
+bitwise_xor = _binary("bitwise_xor", "bitwise_xor", "Bitwise xor of integer or bool tensors.",
+                      bitwise=True)
+
+for _names, _op in [(("__eq__",), eq), (("__ne__",), ne), (("__lt__",), lt), (("__le__",), le),
+                    (("__gt__",), gt), (("__ge__",), ge), (("__and__", "__rand__"), bitwise_and),
+                    (("__or__", "__ror__"), bitwise_or), (("__xor__", "__rxor__"), bitwise_xor)]:
+    for _name in _names:
+        setattr(Tensor, _name, _operator(_op, swap=_name.startswith("__r")))
+Tensor.greater, Tensor.less, Tensor.greater_equal = Tensor.gt, Tensor.lt, Tensor.ge
+Tensor.less_equal, Tensor.not_equal = Tensor.le, Tensor.ne
 
 
-def _unary_test(kernel_name, doc):
+def _unary(name, kernel, doc, bitwise=False):
     def op(input):
-        return Tensor._make(getattr(input._device.xp, kernel_name)(input._data), input._device)
+        if bitwise:
+            check_kind(input, "biu", name)
+        return Tensor._make(kernel(input._device.xp, input._data), input._device)
 
-    op.__name__ = op.__qualname__ = kernel_name
+    op.__name__ = op.__qualname__ = name
     op.__doc__ = doc
-    tensor_method(kernel_name)(op)
-    return op
+    return tensor_method(name)(op)
 
 
-logical_not = _unary_test("logical_not", "Elementwise logical not.")
-isnan = _unary_test("isnan", "True where NaN.")
-isinf = _unary_test("isinf", "True where +-inf.")
-isfinite = _unary_test("isfinite", "True where neither NaN nor inf.")
-
-
-@tensor_method("bitwise_not", "__invert__")
-def bitwise_not(input):
-    """Bitwise not; logical not for bool tensors."""
-    return Tensor._make(input._device.xp.invert(input._data), input._device)
+logical_not = _unary("logical_not", lambda xp, x: xp.logical_not(x),
+                     "Zero elements, as a bool tensor.")
+bitwise_not = _unary("bitwise_not", lambda xp, x: xp.invert(x),
+                     "Bitwise not of an integer tensor; logical not of a bool tensor.",
+                     bitwise=True)
+Tensor.__invert__ = Tensor.bitwise_not
+isnan = _unary("isnan", lambda xp, x: xp.isnan(x), "True where NaN.")
+isinf = _unary("isinf", lambda xp, x: xp.isinf(x), "True where +inf or -inf.")
+isfinite = _unary("isfinite", lambda xp, x: xp.isfinite(x), "True where neither NaN nor inf.")
 
 
 @tensor_method()
 def isclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):
+    """|input - other| <= atol + rtol * |other|, elementwise, as a bool tensor."""
     a, b = promote(input, other, "isclose")
     return Tensor._make(a._device.xp.isclose(a._data, b._data, rtol, atol, equal_nan), a._device)
 
 
 @tensor_method()
 def allclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False) -> bool:
+    """True when `isclose` holds everywhere."""
     return bool(isclose(input, other, rtol, atol, equal_nan)._data.all())
 
 

@@ -1,4 +1,10 @@
-"""Elementwise arithmetic and math functions with broadcasting and PyTorch's promotion."""
+"""Elementwise arithmetic and math functions with broadcasting and PyTorch's promotion.
+
+Each op matches torch in values, result dtype and gradient, including the subgradients
+torch picks at kinks (abs'(0) = 0, clamp passes the gradient at its bounds, maximum splits
+it on ties). Forward kernels run with NumPy's floating-point warnings off (see
+`Function.apply`), as torch never warns on inf or NaN results.
+"""
 
 from __future__ import annotations
 
@@ -7,22 +13,67 @@ import numbers
 
 from .. import dtypes
 from ..autograd.function import Function
+from ..creation import zeros, zeros_like
 from ..errors import DTypeError
 from ..tensor import Tensor
-from ._util import promote, sum_to, tensor_method
+from ._util import promote, scalar_tensor, sum_to, tensor_method
 
 __all__ = [
     "add", "sub", "subtract", "mul", "multiply", "div", "divide", "true_divide", "pow",
     "floor_divide", "remainder", "fmod", "neg", "negative", "exp", "exp2", "log", "log1p",
-    "expm1", "log2", "log10", "sqrt", "rsqrt", "square", "abs", "sign", "reciprocal", "sin",
-    "cos", "tan", "asin", "acos", "atan", "atan2", "sinh", "cosh", "tanh", "asinh", "acosh",
-    "atanh", "sigmoid", "logsigmoid", "erf", "erfc", "erfinv", "floor", "ceil", "round",
-    "trunc", "frac", "clamp", "clip", "minimum", "maximum", "fmin", "fmax", "where", "lerp",
-    "addcmul", "addcdiv", "hypot", "xlogy",
+    "expm1", "log2", "log10", "sqrt", "rsqrt", "square", "abs", "absolute", "sign",
+    "reciprocal", "sin", "cos", "tan", "asin", "acos", "atan", "arcsin", "arccos", "arctan",
+    "atan2", "arctan2", "sinh", "cosh", "tanh", "asinh", "acosh", "atanh", "sigmoid",
+    "logsigmoid", "erf", "erfc", "erfinv", "floor", "ceil", "round", "trunc", "fix", "frac",
+    "clamp", "clip", "minimum", "maximum", "fmin", "fmax", "where", "lerp", "relu", "hypot",
+    "xlogy", "addcmul", "addcdiv",
 ]
 
+_VALID = {
+    "f": "floating-point tensors (float16, float32, float64)",
+    "iuf": "integer and floating-point tensors (every dtype but bool)",
+    "biu": "integer and bool tensors (bool, uint8, int8, int16, int32, int64)",
+}
 
-# ----------------------------------------------------------------------- binary
+
+def check_kind(t: Tensor, kinds: str, op: str, hint: str = "") -> None:
+    """Raise `DTypeError` naming `op` and `t`'s dtype unless its kind is one of `kinds`."""
+    if t._data.dtype.kind not in kinds:
+        raise DTypeError(f"{op}: not supported for {t.dtype.name} tensors; valid: "
+                         f"{_VALID[kinds]}" + (f"; {hint}" if hint else ""))
+
+
+def _result_dtype(op: str, *operands):
+    """PyTorch's result dtype (a NumPy dtype) for tensors and Python numbers."""
+    for v in operands:
+        if not isinstance(v, Tensor | numbers.Number):
+            raise DTypeError(f"{op}: unsupported operand of type {type(v).__name__}; "
+                             "valid: Tensor, int, float, bool")
+    return dtypes.result_type(*operands)
+
+
+def _promote_all(op: str, *operands) -> list:
+    """Tensors and numbers as tensors of their PyTorch result dtype; None stays None."""
+    given = [v for v in operands if v is not None]
+    dt = _result_dtype(op, *given)
+    like = next(v for v in given if isinstance(v, Tensor))
+    return [v if v is None or isinstance(v, Tensor) and v._data.dtype == dt
+            else v.to(dt) if isinstance(v, Tensor) else scalar_tensor(v, like, dt)
+            for v in operands]
+
+
+def _to_float(t: Tensor) -> Tensor:
+    """Integer and bool tensors become the default floating dtype, as torch's float ops do."""
+    return t if t._data.dtype.kind == "f" else t.to(dtypes.get_default_dtype())
+
+
+def _check_divisor(a, b, op: str) -> None:
+    """Integer division by zero is an error in torch (NumPy would give 0 and warn)."""
+    if a.dtype.kind in "iu" and not b.all():
+        raise ZeroDivisionError(f"{op}: integer division by zero")
+
+
+# ---------------------------------------------------------- add, sub, mul, div
 class Add(Function):
     def forward(self, a, b):
         self.shapes = (a.shape, b.shape)
@@ -63,56 +114,287 @@ class Mul(Function):
 
 
 class Div(Function):
-    saves = (0, 1)
-
     def forward(self, a, b):
+        nb = self.needs_input_grad[1] if self.needs_input_grad else False
+        # the dividend is read only for the divisor's gradient (so `h.div_(2)` stays legal)
+        self.saves = (0, 1) if nb else (1,)
         self.shapes = (a.shape, b.shape)
         return a / b
 
     def backward(self, g):
-        a, b = self.saved_tensors
         na, nb = self.needs_input_grad
+        saved = self.saved_tensors
+        a, b = saved if nb else (None, saved[0])
         return (sum_to(g / b, self.shapes[0]) if na else None,
                 sum_to(-g * a / (b * b), self.shapes[1]) if nb else None)
 
 
+class RoundedDiv(Function):
+    """Floor or truncating division; its gradient is zero, as torch defines it."""
+
+    def forward(self, a, b, mode, op):
+        self.shapes = (a.shape, b.shape)
+        _check_divisor(a, b, op)
+        xp = self.xp
+        if mode == "floor":
+            return xp.floor_divide(a, b)
+        if a.dtype.kind == "f":
+            return xp.trunc(a / b)
+        return (a - xp.fmod(a, b)) // b  # exact: the dividend minus the C remainder
+
+    def backward(self, g):
+        return tuple(zeros(shape, dtype=g.dtype, device=g.device) if needed else None
+                     for shape, needed in zip(self.shapes, self.needs_input_grad, strict=True))
+
+
+def _scaled(b: Tensor, alpha, op: str) -> Tensor:
+    """alpha * b in b's dtype; a fractional alpha needs a floating b, as in torch."""
+    if b._data.dtype.kind != "f" and isinstance(alpha, float):
+        raise DTypeError(f"{op}: alpha={alpha} is fractional but the operands are "
+                         f"{b.dtype.name}; valid: an integer alpha, or floating-point operands")
+    out = b * alpha
+    return out if out._data.dtype == b._data.dtype else out.to(b.dtype)
+
+
+@tensor_method()
+def add(input, other, *, alpha=1):
+    """input + alpha * other, broadcast, in PyTorch's result dtype."""
+    a, b = promote(input, other, "add")
+    if alpha != 1:
+        b = _scaled(b, alpha, "add")
+    return Add.apply(a, b)
+
+
+@tensor_method("__add__")
+def _add(self, other):
+    a, b = promote(self, other, "add")
+    return Add.apply(a, b)
+
+
+@tensor_method("__radd__")
+def _radd(self, other):
+    a, b = promote(other, self, "add")
+    return Add.apply(a, b)
+
+
+def _no_bool_sub(a: Tensor) -> None:
+    if a._data.dtype.kind == "b":
+        raise DTypeError("sub: subtraction of bool tensors is not supported; valid: "
+                         f"{_VALID['iuf']}; use ^ or logical_xor() for bool tensors")
+
+
+@tensor_method("sub", "subtract")
+def sub(input, other, *, alpha=1):
+    """input - alpha * other, broadcast, in PyTorch's result dtype."""
+    a, b = promote(input, other, "sub")
+    _no_bool_sub(a)
+    if alpha != 1:
+        b = _scaled(b, alpha, "sub")
+    return Sub.apply(a, b)
+
+
+subtract = sub
+
+
+@tensor_method("__sub__")
+def _sub(self, other):
+    a, b = promote(self, other, "sub")
+    _no_bool_sub(a)
+    return Sub.apply(a, b)
+
+
+@tensor_method("__rsub__")
+def _rsub(self, other):
+    return _sub(other, self)
+
+
+@tensor_method("mul", "multiply", "__mul__")
+def mul(input, other):
+    """input * other, broadcast, in PyTorch's result dtype."""
+    a, b = promote(input, other, "mul")
+    return Mul.apply(a, b)
+
+
+multiply = mul
+
+
+@tensor_method("__rmul__")
+def _rmul(self, other):
+    return mul(other, self)
+
+
+@tensor_method("div", "divide", "true_divide", "__truediv__")
+def div(input, other, *, rounding_mode=None):
+    """input / other; integers divide to the default float dtype, as in torch.
+
+    `rounding_mode="floor"` or `"trunc"` rounds the quotient (and keeps integer dtypes);
+    the gradient of a rounded quotient is zero.
+    """
+    if rounding_mode is not None:
+        return _rounded_div(input, other, rounding_mode, f"div(rounding_mode={rounding_mode!r})")
+    a, b = promote(input, other, "div")
+    if a._data.dtype.kind != "f":
+        a, b = _to_float(a), _to_float(b)
+    return Div.apply(a, b)
+
+
+def _rounded_div(input, other, mode: str, op: str) -> Tensor:
+    if mode not in ("floor", "trunc"):
+        raise ValueError(f"div: rounding_mode must be None, 'floor' or 'trunc', got {mode!r}")
+    a, b = promote(input, other, op)
+    check_kind(a, "iuf", op)
+    return RoundedDiv.apply(a, b, mode=mode, op=op)
+
+
+divide = true_divide = div
+
+
+@tensor_method("__rtruediv__")
+def _rtruediv(self, other):
+    return div(other, self)
+
+
+@tensor_method("floor_divide", "__floordiv__")
+def floor_divide(input, other):
+    """Floor of input / other (Python's //), as div(input, other, rounding_mode='floor')."""
+    return _rounded_div(input, other, "floor", "floor_divide")
+
+
+@tensor_method("__rfloordiv__")
+def _rfloordiv(self, other):
+    return floor_divide(other, self)
+
+
+# -------------------------------------------------------------------- pow
 class Pow(Function):
+    """tensor ** tensor (a Python number on either side arrives as a 0-d tensor)."""
+
     saves = (0, 1)
     save_output = True
 
     def forward(self, a, b):
         self.shapes = (a.shape, b.shape)
-        return self.xp.power(a, b)
+        return _int_power(self.xp, a, b) if a.dtype.kind == "i" else self.xp.power(a, b)
 
     def backward(self, g):
         a, b, out = self.saved_tensors
         na, nb = self.needs_input_grad
         ga = gb = None
-        if na:
-            # d/da a**b = b * a**(b-1); written so that b == 0 gives 0, not nan, at a == 0
+        if na:  # torch's rule: zero wherever the exponent is 0, even at a zero base
             ga = sum_to(where(b == 0, 0.0, g * b * a ** (b - 1)), self.shapes[0])
-        if nb:
-            # d/db a**b = a**b * log(a); torch defines it as 0 where a <= 0
-            gb = sum_to(where(a > 0, g * out * log(where(a > 0, a, 1.0)), 0.0), self.shapes[1])
+        if nb:  # a**b * log(a), defined as 0 for a zero base and a non-negative exponent
+            gb = sum_to(g * where((a == 0) & (b >= 0), 0.0, out * log(a)), self.shapes[1])
         return ga, gb
 
 
+def _int_power(xp, a, b):
+    """Signed-integer a**b; a negative exponent gives 1, ±1 or 0 as in torch (NumPy raises)."""
+    negative = b < 0
+    out = xp.power(a, xp.where(negative, 0, b))
+    unit = xp.where(a == -1, 1 - 2 * (b & 1), 0)  # (-1)**b by b's parity, 0 for |a| > 1
+    return xp.where(negative & (a != 1), unit, out).astype(a.dtype, copy=False)
+
+
 class PowScalar(Function):
-    """`a ** c` for a Python number `c` (the common case, cheaper than a tensor exponent)."""
+    """tensor ** c for a Python number c (the common case, cheaper than a tensor exponent)."""
 
     saves = (0,)
 
     def forward(self, a, exponent):
         self.exponent = exponent
-        return self.xp.power(a, a.dtype.type(exponent)) if a.dtype.kind == "f" else \
-            self.xp.power(a, exponent)
+        return self.xp.power(a, a.dtype.type(exponent))
 
     def backward(self, g):
         (a,) = self.saved_tensors
         c = self.exponent
         if c == 0:
-            return (g * 0.0,)
-        return (g * c * a ** (c - 1) if c != 1 else g,)
+            return (zeros_like(g),)
+        return (g * (c * (a if c == 2 else a ** (c - 1))),)
+
+
+@tensor_method("pow", "__pow__")
+def pow(input, exponent):
+    """input ** exponent, broadcast; either may be a tensor or a Python number."""
+    if isinstance(input, Tensor) and type(exponent) in (int, float):
+        if input._data.dtype.kind != "f":
+            input = _integer_base(input, exponent)
+        return PowScalar.apply(input, exponent=exponent)
+    a, b = promote(input, exponent, "pow")
+    check_kind(a, "iuf", "pow")
+    return Pow.apply(a, b)
+
+
+def _integer_base(input: Tensor, exponent) -> Tensor:
+    """An integer or bool base of `** exponent` in the dtype torch computes in."""
+    dt = dtypes.result_type(input, exponent)
+    if dt.kind != "f" and exponent < 0:
+        raise DTypeError(f"pow: integers to negative integer powers are not allowed "
+                         f"({input.dtype.name} ** {exponent}); valid: a floating-point "
+                         "base, e.g. x.float() ** -1")
+    return input if input._data.dtype == dt else input.to(dt)
+
+
+@tensor_method("__rpow__")
+def _rpow(self, other):
+    return pow(other, self)
+
+
+@tensor_method()
+def square(input):
+    """input * input; integers stay integers and bools become int64, as in torch."""
+    return pow(input, 2)
+
+
+# ------------------------------------------------------ remainder, fmod, atan2
+class Remainder(Function):
+    saves = (0, 1)
+
+    def forward(self, a, b):
+        self.shapes = (a.shape, b.shape)
+        _check_divisor(a, b, "remainder")
+        return self.xp.remainder(a, b)
+
+    def backward(self, g):
+        a, b = self.saved_tensors
+        na, nb = self.needs_input_grad
+        return (sum_to(g, self.shapes[0]) if na else None,
+                sum_to(-g * div(a, b, rounding_mode="floor"), self.shapes[1]) if nb else None)
+
+
+class Fmod(Function):
+    saves = (0, 1)
+
+    def forward(self, a, b):
+        self.shapes = (a.shape, b.shape)
+        _check_divisor(a, b, "fmod")
+        return self.xp.fmod(a, b)
+
+    def backward(self, g):
+        a, b = self.saved_tensors
+        na, nb = self.needs_input_grad
+        return (sum_to(g, self.shapes[0]) if na else None,
+                sum_to(-g * div(a, b, rounding_mode="trunc"), self.shapes[1]) if nb else None)
+
+
+@tensor_method("remainder", "__mod__")
+def remainder(input, other):
+    """Python's modulus: the result takes the sign of `other`."""
+    a, b = promote(input, other, "remainder")
+    check_kind(a, "iuf", "remainder")
+    return Remainder.apply(a, b)
+
+
+@tensor_method("__rmod__")
+def _rmod(self, other):
+    return remainder(other, self)
+
+
+@tensor_method()
+def fmod(input, other):
+    """C's modulus: the result takes the sign of `input`."""
+    a, b = promote(input, other, "fmod")
+    check_kind(a, "iuf", "fmod")
+    return Fmod.apply(a, b)
 
 
 class Atan2(Function):
@@ -125,302 +407,443 @@ class Atan2(Function):
     def backward(self, g):
         a, b = self.saved_tensors
         denom = a * a + b * b
+        scale = g / where(denom == 0, 1.0, denom)  # torch's gradient at the origin is 0
         na, nb = self.needs_input_grad
-        return (sum_to(g * b / denom, self.shapes[0]) if na else None,
-                sum_to(-g * a / denom, self.shapes[1]) if nb else None)
-
-
-class Remainder(Function):
-    saves = (0, 1)
-
-    def forward(self, a, b):
-        self.shapes = (a.shape, b.shape)
-        return self.xp.remainder(a, b)
-
-    def backward(self, g):
-        a, b = self.saved_tensors
-        na, nb = self.needs_input_grad
-        return (sum_to(g, self.shapes[0]) if na else None,
-                sum_to(-g * floor_divide(a, b), self.shapes[1]) if nb else None)
-
-
-class Fmod(Function):
-    saves = (0, 1)
-
-    def forward(self, a, b):
-        self.shapes = (a.shape, b.shape)
-        return self.xp.fmod(a, b)
-
-    def backward(self, g):
-        a, b = self.saved_tensors
-        na, nb = self.needs_input_grad
-        return (sum_to(g, self.shapes[0]) if na else None,
-                sum_to(-g * trunc(a / b), self.shapes[1]) if nb else None)
-
-
-class _PickOne(Function):
-    """maximum/minimum: the gradient goes to the winner, split evenly on ties (as torch)."""
-
-    saves = (0, 1)
-
-    def forward(self, a, b):
-        self.shapes = (a.shape, b.shape)
-        return self.pick(a, b)
-
-    def backward(self, g):
-        a, b = self.saved_tensors
-        wins_a = self.wins(a, b).to(g.dtype)
-        ties = (a == b).to(g.dtype)
-        share_a = wins_a + ties * 0.5
-        na, nb = self.needs_input_grad
-        return (sum_to(g * share_a, self.shapes[0]) if na else None,
-                sum_to(g * (1 - share_a), self.shapes[1]) if nb else None)
-
-
-class Maximum(_PickOne):
-    def pick(self, a, b):
-        return self.xp.maximum(a, b)
-
-    @staticmethod
-    def wins(a, b):
-        return a > b
-
-
-class Minimum(_PickOne):
-    def pick(self, a, b):
-        return self.xp.minimum(a, b)
-
-    @staticmethod
-    def wins(a, b):
-        return a < b
-
-
-class Fmax(Maximum):
-    def pick(self, a, b):
-        return self.xp.fmax(a, b)
-
-
-class Fmin(Minimum):
-    def pick(self, a, b):
-        return self.xp.fmin(a, b)
-
-
-def _binary(fn_cls, a, b, op):
-    a, b = promote(a, b, op)
-    return fn_cls.apply(a, b)
-
-
-@tensor_method("add", "__add__")
-def add(input, other, *, alpha=1):
-    """input + alpha * other."""
-    if alpha != 1:
-        other = other * alpha
-    return _binary(Add, input, other, "add")
-
-
-@tensor_method("sub", "subtract", "__sub__")
-def sub(input, other, *, alpha=1):
-    """input - alpha * other."""
-    if alpha != 1:
-        other = other * alpha
-    return _binary(Sub, input, other, "sub")
-
-
-subtract = sub
-
-
-@tensor_method("mul", "multiply", "__mul__")
-def mul(input, other):
-    return _binary(Mul, input, other, "mul")
-
-
-multiply = mul
-
-
-@tensor_method("div", "divide", "true_divide", "__truediv__")
-def div(input, other, *, rounding_mode=None):
-    """True division; `rounding_mode` 'trunc' or 'floor' rounds the quotient."""
-    if rounding_mode == "floor":
-        return floor_divide(input, other)
-    if rounding_mode == "trunc":
-        return trunc(div(input, other)) if _is_float_op(input, other) else \
-            _int_trunc_div(input, other)
-    if rounding_mode is not None:
-        raise ValueError(f"div: rounding_mode must be None, 'trunc' or 'floor', got "
-                         f"{rounding_mode!r}")
-    a, b = promote(input, other, "div")
-    if a._data.dtype.kind != "f":  # integer / integer is true division, as in torch
-        dt = dtypes.get_default_dtype()
-        a, b = a.to(dt), b.to(dt)
-    return Div.apply(a, b)
-
-
-divide = true_divide = div
-
-
-def _is_float_op(a, b) -> bool:
-    return dtypes.result_type(a, b).kind == "f"
-
-
-def _int_trunc_div(a, b):
-    a, b = promote(a, b, "div")
-    xp = a._device.xp
-    q = xp.trunc(a._data / b._data).astype(a._data.dtype)
-    return Tensor._make(q, a._device)
-
-
-@tensor_method("__radd__")
-def _radd(self, other):
-    return add(other, self)
-
-
-@tensor_method("__rsub__")
-def _rsub(self, other):
-    return sub(other, self)
-
-
-@tensor_method("__rmul__")
-def _rmul(self, other):
-    return mul(other, self)
-
-
-@tensor_method("__rtruediv__")
-def _rtruediv(self, other):
-    return div(other, self)
-
-
-@tensor_method("pow", "__pow__")
-def pow(input, exponent):
-    """input ** exponent; either may be a tensor or a number."""
-    if isinstance(input, Tensor) and isinstance(exponent, numbers.Number) and \
-            not isinstance(exponent, bool):
-        if input._data.dtype.kind != "f" and isinstance(exponent, float):
-            input = input.to(dtypes.get_default_dtype())
-        elif input._data.dtype.kind != "f" and exponent < 0:
-            raise DTypeError("pow: integers to negative integer powers are not allowed; "
-                             "use a floating-point base")
-        return PowScalar.apply(input, exponent=exponent)
-    return _binary(Pow, input, exponent, "pow")
-
-
-@tensor_method("__rpow__")
-def _rpow(self, other):
-    return pow(other, self)
-
-
-@tensor_method("floor_divide", "__floordiv__")
-def floor_divide(input, other):
-    """Floor of input / other; not differentiable (torch defines no gradient for it)."""
-    a, b = promote(input, other, "floor_divide")
-    return Tensor._make(a._device.xp.floor_divide(a._data, b._data), a._device)
-
-
-@tensor_method("__rfloordiv__")
-def _rfloordiv(self, other):
-    return floor_divide(other, self)
-
-
-@tensor_method("remainder", "__mod__")
-def remainder(input, other):
-    """Python-style modulus: the result has the sign of `other`."""
-    return _binary(Remainder, input, other, "remainder")
-
-
-@tensor_method("__rmod__")
-def _rmod(self, other):
-    return remainder(other, self)
-
-
-@tensor_method()
-def fmod(input, other):
-    """C-style modulus: the result has the sign of `input`."""
-    return _binary(Fmod, input, other, "fmod")
+        return (sum_to(scale * b, self.shapes[0]) if na else None,
+                sum_to(-scale * a, self.shapes[1]) if nb else None)
 
 
 @tensor_method()
 def atan2(input, other):
-    return _binary(Atan2, input, other, "atan2")
+    """The angle of the point (other, input), in (-pi, pi]; integers give floats."""
+    a, b = promote(input, other, "atan2")
+    return Atan2.apply(_to_float(a), _to_float(b))
 
 
 arctan2 = atan2
 
 
-@tensor_method()
-def maximum(input, other):
-    return _binary(Maximum, input, other, "maximum")
+class Hypot(Function):
+    saves = (0, 1)
+    save_output = True
 
+    def forward(self, a, b):
+        self.shapes = (a.shape, b.shape)
+        return self.xp.hypot(a, b)
 
-@tensor_method()
-def minimum(input, other):
-    return _binary(Minimum, input, other, "minimum")
-
-
-@tensor_method()
-def fmax(input, other):
-    """Like maximum, but a NaN loses to a number."""
-    return _binary(Fmax, input, other, "fmax")
-
-
-@tensor_method()
-def fmin(input, other):
-    return _binary(Fmin, input, other, "fmin")
+    def backward(self, g):
+        a, b, out = self.saved_tensors
+        na, nb = self.needs_input_grad
+        return (sum_to(g * a / out, self.shapes[0]) if na else None,
+                sum_to(g * b / out, self.shapes[1]) if nb else None)
 
 
 @tensor_method()
 def hypot(input, other):
-    return sqrt(input * input + other * other)
+    """sqrt(input**2 + other**2) without overflow; floating-point tensors only, as in torch."""
+    a, b = promote(input, other, "hypot")
+    check_kind(a, "f", "hypot")
+    return Hypot.apply(a, b)
+
+
+class Xlogy(Function):
+    saves = (0, 1)
+
+    def forward(self, x, y):
+        self.shapes = (x.shape, y.shape)
+        xp = self.xp
+        return xp.where((x == 0) & ~xp.isnan(y), 0, x * xp.log(y)).astype(x.dtype, copy=False)
+
+    def backward(self, g):
+        x, y = self.saved_tensors
+        nx, ny = self.needs_input_grad
+        # torch's rule: log(y), but 0 where x == 0 and y <= 0
+        return (sum_to(where((x == 0) & (y <= 0), 0.0, xlogy(g, y)), self.shapes[0])
+                if nx else None,
+                sum_to(g * x / y, self.shapes[1]) if ny else None)
 
 
 @tensor_method()
 def xlogy(input, other):
-    """input * log(other), with 0 where input == 0 (even if other == 0)."""
+    """input * log(other), and 0 where input == 0 (unless other is NaN)."""
     x, y = promote(input, other, "xlogy")
-    if x._data.dtype.kind != "f":
-        x, y = x.to(dtypes.get_default_dtype()), y.to(dtypes.get_default_dtype())
-    safe = where(x == 0, 1.0, y)
-    return where(x == 0, 0.0, x * log(safe))
+    return Xlogy.apply(_to_float(x), _to_float(y))
+
+
+# ------------------------------------------------------- maximum, minimum, ...
+class _Extremum(Function):
+    """maximum/minimum: the gradient goes to the winner, halved on ties, whole to both on
+    NaN (torch's rule); `beats(a, b)` says where `a` wins outright."""
+
+    saves = (0, 1)
+
+    def forward(self, a, b):
+        self.shapes = (a.shape, b.shape)
+        return self.kernel(self.xp, a, b)
+
+    def backward(self, g):
+        a, b = self.saved_tensors
+        shared = where(a == b, g / 2, g)
+        na, nb = self.needs_input_grad
+        return (sum_to(where(self.beats(b, a), 0.0, shared), self.shapes[0]) if na else None,
+                sum_to(where(self.beats(a, b), 0.0, shared), self.shapes[1]) if nb else None)
+
+
+class Maximum(_Extremum):
+    @staticmethod
+    def kernel(xp, a, b):
+        return xp.maximum(a, b)
+
+    @staticmethod
+    def beats(a, b):
+        return a > b
+
+
+class Minimum(_Extremum):
+    @staticmethod
+    def kernel(xp, a, b):
+        return xp.minimum(a, b)
+
+    @staticmethod
+    def beats(a, b):
+        return a < b
+
+
+class _NanExtremum(Function):
+    """fmax/fmin: a NaN loses to a number; the whole gradient goes to the picked input
+    (to `a` on ties, as in torch)."""
+
+    saves = (0, 1)
+
+    def forward(self, a, b):
+        self.shapes = (a.shape, b.shape)
+        return self.kernel(self.xp, a, b)
+
+    def backward(self, g):
+        a, b = self.saved_tensors
+        picks_a = self.keeps(a, b) | b.isnan()
+        na, nb = self.needs_input_grad
+        return (sum_to(where(picks_a, g, 0.0), self.shapes[0]) if na else None,
+                sum_to(where(picks_a, 0.0, g), self.shapes[1]) if nb else None)
+
+
+class Fmax(_NanExtremum):
+    @staticmethod
+    def kernel(xp, a, b):
+        return xp.fmax(a, b)
+
+    @staticmethod
+    def keeps(a, b):
+        return a >= b
+
+
+class Fmin(_NanExtremum):
+    @staticmethod
+    def kernel(xp, a, b):
+        return xp.fmin(a, b)
+
+    @staticmethod
+    def keeps(a, b):
+        return a <= b
+
+
+@tensor_method()
+def maximum(input, other):
+    """The larger of each pair; NaN wins. The gradient is split evenly on ties."""
+    return Maximum.apply(*promote(input, other, "maximum"))
+
+
+@tensor_method()
+def minimum(input, other):
+    """The smaller of each pair; NaN wins. The gradient is split evenly on ties."""
+    return Minimum.apply(*promote(input, other, "minimum"))
+
+
+@tensor_method()
+def fmax(input, other):
+    """The larger of each pair, where a NaN loses to a number."""
+    return Fmax.apply(*promote(input, other, "fmax"))
+
+
+@tensor_method()
+def fmin(input, other):
+    """The smaller of each pair, where a NaN loses to a number."""
+    return Fmin.apply(*promote(input, other, "fmin"))
+
+
+# --------------------------------------------------------------- clamp, where
+class Clamp(Function):
+    """clamp with number bounds: the gradient passes where lo <= x <= hi, bounds included."""
+
+    saves = (0,)
+
+    def forward(self, x, lo, hi):
+        self.lo, self.hi = lo, hi
+        out = x
+        if lo is not None:
+            out = self.xp.maximum(out, x.dtype.type(lo))
+        if hi is not None:
+            out = self.xp.minimum(out, x.dtype.type(hi))
+        return out
+
+    def backward(self, g):
+        (x,) = self.saved_tensors
+        lo, hi = self.lo, self.hi
+        inside = x >= lo if hi is None else x <= hi if lo is None else (x >= lo) & (x <= hi)
+        return (where(inside, g, 0.0),)
+
+
+class ClampTensor(Function):
+    """clamp with tensor bounds (a missing bound arrives as the dtype's extreme value)."""
+
+    saves = (0, 1, 2)
+
+    def forward(self, x, lo, hi):
+        self.shapes = (x.shape, lo.shape, hi.shape)
+        return self.xp.minimum(self.xp.maximum(x, lo), hi)
+
+    def backward(self, g):
+        x, lo, hi = self.saved_tensors
+        nx, nlo, nhi = self.needs_input_grad
+        # torch's rule: when lo > hi the result is hi, so only hi gets the gradient
+        return (sum_to(where((x >= lo) & (x <= hi), g, 0.0), self.shapes[0]) if nx else None,
+                sum_to(where((x < lo) & (lo < hi), g, 0.0), self.shapes[1]) if nlo else None,
+                sum_to(where((x > hi) | (hi < lo), g, 0.0), self.shapes[2]) if nhi else None)
+
+
+def _extreme(like: Tensor, highest: bool) -> Tensor:
+    """The dtype's largest (or smallest) value, so clamp against it changes nothing."""
+    dt = like._data.dtype
+    if dt.kind == "f":
+        value = math.inf if highest else -math.inf
+    elif dt.kind == "b":
+        value = highest
+    else:
+        info = like._device.xp.iinfo(dt)
+        value = info.max if highest else info.min
+    return scalar_tensor(value, like)
+
+
+@tensor_method("clamp", "clip")
+def clamp(input, min=None, max=None):
+    """Limit values to [min, max] (applying min first); either bound may be None, a number
+    or a tensor. The gradient passes where min <= input <= max, the bounds included."""
+    if min is None and max is None:
+        raise ValueError("clamp: at least one of min and max must be given")
+    if isinstance(min, Tensor) or isinstance(max, Tensor):
+        x, lo, hi = _promote_all("clamp", input, min, max)
+        return ClampTensor.apply(x, _extreme(x, False) if lo is None else lo,
+                                 _extreme(x, True) if hi is None else hi)
+    dt = _result_dtype("clamp", *[v for v in (input, min, max) if v is not None])
+    return Clamp.apply(input if input._data.dtype == dt else input.to(dt), lo=min, hi=max)
+
+
+clip = clamp
+
+
+class Where(Function):
+    saves = (0,)
+
+    def forward(self, cond, a, b):
+        self.shapes = (a.shape, b.shape)
+        return self.xp.where(cond, a, b)
+
+    def backward(self, g):
+        (cond,) = self.saved_tensors
+        _, na, nb = self.needs_input_grad
+        return (None,
+                sum_to(where(cond, g, 0.0), self.shapes[0]) if na else None,
+                sum_to(where(cond, 0.0, g), self.shapes[1]) if nb else None)
+
+
+def where(condition, input=None, other=None):
+    """`input` where `condition` holds, else `other` (all three broadcast together).
+
+    `input` and `other` may be tensors or numbers; with neither, returns
+    `condition.nonzero(as_tuple=True)`.
+    """
+    if input is None and other is None:
+        return condition.nonzero(as_tuple=True)
+    if not isinstance(condition, Tensor) or condition._data.dtype.kind != "b":
+        got = condition.dtype.name if isinstance(condition, Tensor) else \
+            type(condition).__name__
+        raise DTypeError(f"where: expected a bool condition tensor, got {got}; "
+                         "compare first (e.g. x > 0) or call .bool()")
+    if isinstance(input, Tensor) or isinstance(other, Tensor):
+        a, b = promote(input, other, "where")
+    else:
+        dt = _result_dtype("where", input, other)
+        a, b = scalar_tensor(input, condition, dt), scalar_tensor(other, condition, dt)
+    return Where.apply(condition, a, b)
+
+
+@tensor_method("where")
+def _where_method(self, condition, other):
+    """self where `condition` holds, else `other` (torch's Tensor.where argument order)."""
+    return where(condition, self, other)
+
+
+# --------------------------------------------------- composite binary/ternary
+@tensor_method()
+def lerp(input, end, weight):
+    """input + weight * (end - input); `end` has input's dtype, `weight` is a number or tensor."""
+    check_kind(input, "f", "lerp")
+    if isinstance(end, Tensor) and end.dtype is not input.dtype:
+        raise DTypeError(f"lerp: expected end of dtype {input.dtype.name} (as input), got "
+                         f"{end.dtype.name}")
+    return input + weight * (end - input)
+
+
+def _checked_value(value, operands, op: str) -> None:
+    if isinstance(value, float) and _result_dtype(op, *operands).kind != "f":
+        raise DTypeError(f"{op}: value={value} is fractional but the operands are integers; "
+                         "valid: an integer value, or floating-point operands")
 
 
 @tensor_method()
 def addcmul(input, tensor1, tensor2, *, value=1):
-    return input + value * tensor1 * tensor2
+    """input + value * tensor1 * tensor2, broadcast."""
+    _checked_value(value, (input, tensor1, tensor2), "addcmul")
+    product = tensor1 * tensor2
+    return input + (product if value == 1 else product * value)
 
 
 @tensor_method()
 def addcdiv(input, tensor1, tensor2, *, value=1):
-    return input + value * tensor1 / tensor2
+    """input + value * tensor1 / tensor2, broadcast; tensor1 / tensor2 may not both be
+    integers (torch refuses the historic integer division)."""
+    if _result_dtype("addcdiv", tensor1, tensor2).kind != "f":
+        raise DTypeError(f"addcdiv: integer division of {tensor1.dtype.name} by "
+                         f"{tensor2.dtype.name} is not supported; valid: a floating-point "
+                         "tensor1 or tensor2")
+    _checked_value(value, (input, tensor1, tensor2), "addcdiv")
+    quotient = tensor1 / tensor2
+    return input + (quotient if value == 1 else quotient * value)
 
 
-# ------------------------------------------------------------------------ unary
-def _unary(name, forward, derivative=None, save_output=False, integer_ok=False, doc=""):
-    """Build a one-input Function and its public function.
+# ------------------------------------------------------------------- unary
+class _Unary(Function):
+    """One-input op: `kernel(xp, x)` on arrays, `grad(g, *saved)` on tensors."""
 
-    `derivative(x, y)` gets the saved input and output tensors and returns dy/dx.
+    def forward(self, x):
+        return self.kernel(self.xp, x)
+
+    def backward(self, g):
+        return (self.grad(g, *self.saved_tensors),)
+
+
+class _BackendUnary(_Unary):
+    """A one-input op computed by a `Backend` method (erf, ...), which CuPy may replace."""
+
+    def forward(self, x):
+        return getattr(self.device.backend, self.kernel)(x)
+
+
+def _unary(name, kernel, grad, doc, *, uses="x", inputs="promote"):
+    """Build a one-input op and bind it as a Tensor method.
+
+    `kernel(xp, x)` computes it on arrays (a string names a `Backend` method instead).
+    `grad(g, t)` returns the input's gradient, where `t` is the saved input (uses="x"),
+    the output (uses="y") or nothing (uses=None). `inputs` says what integer and bool
+    tensors do: "promote" to the default float dtype, or raise unless allowed by "float"
+    (never) or "numeric" (integers).
     """
-
-    def fwd(self, x):
-        return forward(self.xp, x)
-
-    def bwd(self, g):
-        saved = self.saved_tensors
-        x = saved[0] if self.saves else None
-        y = saved[-1] if save_output else None
-        return (g * derivative(x, y),)
-
-    cls = type(name.capitalize(), (Function,), {
-        "forward": fwd, "backward": bwd, "save_output": save_output,
-        "saves": () if save_output else (0,), "__doc__": doc,
+    on_backend = isinstance(kernel, str)
+    cls = type(name.capitalize(), (_BackendUnary if on_backend else _Unary,), {
+        "kernel": kernel if on_backend else staticmethod(kernel),
+        "grad": staticmethod(grad), "__doc__": doc,
+        "saves": (0,) if uses == "x" else (), "save_output": uses == "y",
     })
+    kinds = {"float": "f", "numeric": "iuf"}.get(inputs)
 
     def op(input):
-        if not integer_ok and input._data.dtype.kind != "f":
-            input = input.to(dtypes.get_default_dtype())
+        if input._data.dtype.kind != "f":
+            if kinds is None:
+                input = input.to(dtypes.get_default_dtype())
+            else:
+                check_kind(input, kinds, name)
         return cls.apply(input)
 
     op.__name__ = op.__qualname__ = name
-    op.__doc__ = doc or f"Elementwise {name}."
-    tensor_method(name)(op)
-    return op
+    op.__doc__ = doc
+    return tensor_method(name)(op)
+
+
+_LN2, _LN10 = math.log(2), math.log(10)
+_TWO_OVER_SQRT_PI = 2 / math.sqrt(math.pi)
+
+
+def _sigmoid_kernel(xp, x):
+    # stable on both tails: exp of a non-positive number only
+    e = xp.exp(-xp.abs(x))
+    return xp.where(x >= 0, 1 / (1 + e), e / (1 + e)).astype(x.dtype, copy=False)
+
+
+exp = _unary("exp", lambda xp, x: xp.exp(x), lambda g, y: g * y,
+             "e ** input, elementwise.", uses="y")
+exp2 = _unary("exp2", lambda xp, x: xp.exp2(x), lambda g, y: g * y * _LN2,
+              "2 ** input, elementwise.", uses="y")
+expm1 = _unary("expm1", lambda xp, x: xp.expm1(x), lambda g, y: g * (y + 1),
+               "exp(input) - 1, accurate near 0.", uses="y")
+log = _unary("log", lambda xp, x: xp.log(x), lambda g, x: g / x,
+             "Natural logarithm; -inf at 0 and NaN below.")
+log2 = _unary("log2", lambda xp, x: xp.log2(x), lambda g, x: g / (x * _LN2),
+              "Base-2 logarithm.")
+log10 = _unary("log10", lambda xp, x: xp.log10(x), lambda g, x: g / (x * _LN10),
+               "Base-10 logarithm.")
+log1p = _unary("log1p", lambda xp, x: xp.log1p(x), lambda g, x: g / (x + 1),
+               "log(1 + input), accurate near 0.")
+sqrt = _unary("sqrt", lambda xp, x: xp.sqrt(x), lambda g, y: g / (2 * y),
+              "Square root; NaN below 0.", uses="y")
+rsqrt = _unary("rsqrt", lambda xp, x: 1 / xp.sqrt(x), lambda g, y: -0.5 * g * y * y * y,
+               "1 / sqrt(input).", uses="y")
+reciprocal = _unary("reciprocal", lambda xp, x: 1 / x, lambda g, y: -g * (y * y),
+                    "1 / input; integers give floats.", uses="y")
+sin = _unary("sin", lambda xp, x: xp.sin(x), lambda g, x: g * cos(x), "Sine (radians).")
+cos = _unary("cos", lambda xp, x: xp.cos(x), lambda g, x: g * -sin(x), "Cosine (radians).")
+tan = _unary("tan", lambda xp, x: xp.tan(x), lambda g, y: g * (1 + y * y),
+             "Tangent (radians).", uses="y")
+asin = _unary("asin", lambda xp, x: xp.arcsin(x), lambda g, x: g * rsqrt(1 - x * x),
+              "Inverse sine, in [-pi/2, pi/2]; NaN outside [-1, 1].")
+acos = _unary("acos", lambda xp, x: xp.arccos(x), lambda g, x: -g * rsqrt(1 - x * x),
+              "Inverse cosine, in [0, pi]; NaN outside [-1, 1].")
+atan = _unary("atan", lambda xp, x: xp.arctan(x), lambda g, x: g / (x * x + 1),
+              "Inverse tangent, in (-pi/2, pi/2).")
+sinh = _unary("sinh", lambda xp, x: xp.sinh(x), lambda g, x: g * cosh(x), "Hyperbolic sine.")
+cosh = _unary("cosh", lambda xp, x: xp.cosh(x), lambda g, x: g * sinh(x),
+              "Hyperbolic cosine.")
+tanh = _unary("tanh", lambda xp, x: xp.tanh(x), lambda g, y: g * (1 - y * y),
+              "Hyperbolic tangent.", uses="y")
+asinh = _unary("asinh", lambda xp, x: xp.arcsinh(x), lambda g, x: g * rsqrt(x * x + 1),
+               "Inverse hyperbolic sine.")
+acosh = _unary("acosh", lambda xp, x: xp.arccosh(x), lambda g, x: g * rsqrt(x * x - 1),
+               "Inverse hyperbolic cosine; NaN below 1.")
+atanh = _unary("atanh", lambda xp, x: xp.arctanh(x), lambda g, x: g / (1 - x * x),
+               "Inverse hyperbolic tangent; ±inf at ±1.")
+sigmoid = _unary("sigmoid", _sigmoid_kernel, lambda g, y: g * (1 - y) * y,
+                 "1 / (1 + exp(-input)), computed without overflow.", uses="y")
+logsigmoid = _unary(
+    "logsigmoid", lambda xp, x: xp.minimum(x, 0) - xp.log1p(xp.exp(-xp.abs(x))),
+    lambda g, x: g * sigmoid(-x), "log(sigmoid(input)), accurate on both tails.",
+    inputs="float")
+erf = _unary("erf", "erf",
+             lambda g, x: g * (_TWO_OVER_SQRT_PI * exp(-x * x)), "The error function.")
+erfc = _unary("erfc", "erfc",
+              lambda g, x: g * (-_TWO_OVER_SQRT_PI * exp(-x * x)),
+              "1 - erf(input), accurate where erf is close to 1.")
+erfinv = _unary("erfinv", "erfinv",
+                lambda g, y: g * (math.sqrt(math.pi) / 2 * exp(y * y)),
+                "The inverse error function: ±inf at ±1, NaN outside [-1, 1].", uses="y")
+frac = _unary("frac", lambda xp, x: x - xp.trunc(x), lambda g: g,
+              "input - trunc(input), with the sign of input.", uses=None, inputs="float")
+abs = _unary("abs", lambda xp, x: xp.abs(x), lambda g, x: g * sign(x),
+             "Absolute value; its gradient at 0 is 0.", inputs="numeric")
+relu = _unary("relu", lambda xp, x: xp.maximum(x, 0), lambda g, y: g * sign(y),
+              "max(input, 0); its gradient at 0 is 0.", uses="y", inputs="numeric")
+absolute = abs
+arcsin, arccos, arctan = asin, acos, atan
+Tensor.absolute = Tensor.__abs__ = Tensor.abs
+Tensor.arcsin, Tensor.arccos, Tensor.arctan = Tensor.asin, Tensor.acos, Tensor.atan
 
 
 class Neg(Function):
@@ -433,8 +856,8 @@ class Neg(Function):
 
 @tensor_method("neg", "negative", "__neg__")
 def neg(input):
-    if input._data.dtype.kind == "b":
-        raise DTypeError("neg: negation of a bool tensor is not supported; use ~ or logical_not")
+    """-input; not defined for bool tensors (use ~ or logical_not())."""
+    check_kind(input, "iuf", "neg", "use ~ or logical_not() to invert a bool tensor")
     return Neg.apply(input)
 
 
@@ -446,220 +869,60 @@ def _pos(self):
     return self
 
 
-class _NoGrad(Function):
-    """Ops whose gradient is zero almost everywhere (floor, sign, ...): zeros like torch."""
+# -------------------------------------------------- piecewise-constant ops
+class _Flat(Function):
+    """Ops that are constant almost everywhere (floor, sign, ...): a zero gradient."""
 
-    def forward(self, x):
-        return self.kernel(self.xp, x)
+    def forward(self, x, **params):
+        return self.kernel(self.xp, x, **params)
 
     def backward(self, g):
-        return (g * 0,)
+        return (zeros_like(g),)
 
 
-def _piecewise_constant(name, kernel, doc):
-    cls = type(name.capitalize(), (_NoGrad,), {"kernel": staticmethod(kernel), "__doc__": doc})
+def _flat(name, kernel, doc, kinds="iuf"):
+    cls = type(name.capitalize(), (_Flat,), {"kernel": staticmethod(kernel), "__doc__": doc})
 
     def op(input):
+        check_kind(input, kinds, name)
         return cls.apply(input)
 
     op.__name__ = op.__qualname__ = name
     op.__doc__ = doc
-    tensor_method(name)(op)
-    return op
+    return tensor_method(name)(op)
 
 
-floor = _piecewise_constant("floor", lambda xp, x: xp.floor(x) if x.dtype.kind == "f" else
-                            x.copy(), "Round down.")
-ceil = _piecewise_constant("ceil", lambda xp, x: xp.ceil(x) if x.dtype.kind == "f" else
-                           x.copy(), "Round up.")
-trunc = _piecewise_constant("trunc", lambda xp, x: xp.trunc(x) if x.dtype.kind == "f" else
-                            x.copy(), "Round toward zero.")
-sign = _piecewise_constant("sign", lambda xp, x: xp.sign(x), "-1, 0 or 1 by the sign.")
+def _rounding(fn_name):
+    def kernel(xp, x):
+        return getattr(xp, fn_name)(x) if x.dtype.kind == "f" else x.copy()
+
+    return kernel
+
+
+def _sign_kernel(xp, x):
+    if x.dtype.kind != "f":
+        return xp.sign(x) if x.dtype.kind != "b" else x.copy()
+    # as torch: sign(NaN) = 0 and sign(-0.0) = +0
+    return (x > 0).astype(x.dtype) - (x < 0).astype(x.dtype)
+
+
+floor = _flat("floor", _rounding("floor"), "Round down to an integer value.")
+ceil = _flat("ceil", _rounding("ceil"), "Round up to an integer value.")
+trunc = _flat("trunc", _rounding("trunc"), "Round toward zero to an integer value.")
+sign = _flat("sign", _sign_kernel, "-1, 0 or 1 by the sign of each element (0 for NaN).",
+             kinds="biuf")
 fix = trunc
+Tensor.fix = Tensor.trunc
 
 
-class Round(_NoGrad):
-    def forward(self, x, decimals=0):
-        return self.xp.round(x, decimals) if x.dtype.kind == "f" else x.copy()
+class Round(_Flat):
+    @staticmethod
+    def kernel(xp, x, decimals):
+        return xp.round(x, decimals) if x.dtype.kind == "f" else x.copy()
 
 
 @tensor_method()
 def round(input, *, decimals: int = 0):
-    """Round half to even (as torch), optionally to `decimals` places."""
+    """Round half to even (as torch), to `decimals` places (negative: left of the point)."""
+    check_kind(input, "iuf" if decimals == 0 else "f", "round")
     return Round.apply(input, decimals=decimals)
-
-
-@tensor_method("abs", "absolute", "__abs__")
-def abs(input):
-    return Abs.apply(input)
-
-
-class Abs(Function):
-    saves = (0,)
-
-    def forward(self, x):
-        return self.xp.abs(x)
-
-    def backward(self, g):
-        (x,) = self.saved_tensors
-        return (g * sign(x),)
-
-
-absolute = abs
-
-_SQRT_PI = math.sqrt(math.pi)
-
-exp = _unary("exp", lambda xp, x: xp.exp(x), lambda x, y: y, save_output=True)
-exp2 = _unary("exp2", lambda xp, x: xp.exp2(x), lambda x, y: y * math.log(2), save_output=True)
-log = _unary("log", lambda xp, x: xp.log(x), lambda x, y: 1 / x)
-log2 = _unary("log2", lambda xp, x: xp.log2(x), lambda x, y: 1 / (x * math.log(2)))
-log10 = _unary("log10", lambda xp, x: xp.log10(x), lambda x, y: 1 / (x * math.log(10)))
-log1p = _unary("log1p", lambda xp, x: xp.log1p(x), lambda x, y: 1 / (1 + x))
-expm1 = _unary("expm1", lambda xp, x: xp.expm1(x), lambda x, y: y + 1, save_output=True)
-sqrt = _unary("sqrt", lambda xp, x: xp.sqrt(x), lambda x, y: 0.5 / y, save_output=True)
-rsqrt = _unary("rsqrt", lambda xp, x: 1 / xp.sqrt(x), lambda x, y: -0.5 * y * y * y,
-               save_output=True)
-square = _unary("square", lambda xp, x: x * x, lambda x, y: 2 * x, integer_ok=True)
-reciprocal = _unary("reciprocal", lambda xp, x: 1 / x, lambda x, y: -(y * y), save_output=True)
-sin = _unary("sin", lambda xp, x: xp.sin(x), lambda x, y: cos(x))
-cos = _unary("cos", lambda xp, x: xp.cos(x), lambda x, y: -sin(x))
-tan = _unary("tan", lambda xp, x: xp.tan(x), lambda x, y: 1 + y * y, save_output=True)
-asin = _unary("asin", lambda xp, x: xp.arcsin(x), lambda x, y: rsqrt(1 - x * x))
-acos = _unary("acos", lambda xp, x: xp.arccos(x), lambda x, y: -rsqrt(1 - x * x))
-atan = _unary("atan", lambda xp, x: xp.arctan(x), lambda x, y: 1 / (1 + x * x))
-sinh = _unary("sinh", lambda xp, x: xp.sinh(x), lambda x, y: cosh(x))
-cosh = _unary("cosh", lambda xp, x: xp.cosh(x), lambda x, y: sinh(x))
-tanh = _unary("tanh", lambda xp, x: xp.tanh(x), lambda x, y: 1 - y * y, save_output=True)
-asinh = _unary("asinh", lambda xp, x: xp.arcsinh(x), lambda x, y: rsqrt(x * x + 1))
-acosh = _unary("acosh", lambda xp, x: xp.arccosh(x), lambda x, y: rsqrt(x * x - 1))
-atanh = _unary("atanh", lambda xp, x: xp.arctanh(x), lambda x, y: 1 / (1 - x * x))
-arcsin, arccos, arctan = asin, acos, atan
-
-
-def _sigmoid_kernel(xp, x):
-    # numerically stable on both tails: exp of a non-positive number only
-    e = xp.exp(-xp.abs(x))
-    return xp.where(x >= 0, 1 / (1 + e), e / (1 + e)).astype(x.dtype, copy=False)
-
-
-sigmoid = _unary("sigmoid", _sigmoid_kernel, lambda x, y: y * (1 - y), save_output=True)
-logsigmoid = _unary(
-    "logsigmoid",
-    lambda xp, x: xp.minimum(x, 0) - xp.log1p(xp.exp(-xp.abs(x))),
-    lambda x, y: sigmoid(-x),
-)
-erf = _unary("erf", lambda xp, x: _special(x).erf(x),
-             lambda x, y: (2 / _SQRT_PI) * exp(-x * x))
-erfc = _unary("erfc", lambda xp, x: 1 - _special(x).erf(x),
-              lambda x, y: (-2 / _SQRT_PI) * exp(-x * x))
-erfinv = _unary("erfinv", lambda xp, x: _special(x).erfinv(x),
-                lambda x, y: (_SQRT_PI / 2) * exp(y * y), save_output=True)
-frac = _unary("frac", lambda xp, x: x - xp.trunc(x), lambda x, y: 1.0 + 0 * x)
-
-
-def _special(array):
-    """The backend that provides the special functions (erf, erfinv) for `array`."""
-    from ..device import device_of_array
-
-    return device_of_array(array).backend
-
-
-# ------------------------------------------------------------ clamp, where, lerp
-class Clamp(Function):
-    saves = (0,)
-
-    def forward(self, x, lo, hi):
-        self.lo, self.hi = lo, hi
-        out = x
-        if lo is not None:
-            out = self.xp.maximum(out, x.dtype.type(lo))
-        if hi is not None:
-            out = self.xp.minimum(out, x.dtype.type(hi))
-        return out if out is not x else x.copy()
-
-    def backward(self, g):
-        (x,) = self.saved_tensors
-        inside = True
-        if self.lo is not None:
-            inside = x >= self.lo
-        if self.hi is not None:
-            upper = x <= self.hi
-            inside = upper if inside is True else inside & upper
-        return (g * inside.to(g.dtype),)
-
-
-@tensor_method("clamp", "clip")
-def clamp(input, min=None, max=None):
-    """Limit values to [min, max]; either bound may be None, a number or a tensor."""
-    if min is None and max is None:
-        raise ValueError("clamp: at least one of min and max must be given")
-    if isinstance(min, Tensor) or isinstance(max, Tensor):
-        out = input
-        if min is not None:
-            out = maximum(out, min)
-        if max is not None:
-            out = minimum(out, max)
-        return out
-    if input._data.dtype.kind != "f" and any(isinstance(v, float) for v in (min, max)):
-        input = input.to(dtypes.get_default_dtype())
-    return Clamp.apply(input, lo=min, hi=max)
-
-
-clip = clamp
-
-
-class Where(Function):
-    def forward(self, cond, a, b):
-        self.shapes = (a.shape, b.shape)
-        self.cond = cond
-        return self.xp.where(cond, a, b)
-
-    def backward(self, g):
-        cond = Tensor._make(self.cond, self.device)
-        zero = g * 0
-        _, na, nb = self.needs_input_grad
-        return (None,
-                sum_to(where(cond, g, zero), self.shapes[0]) if na else None,
-                sum_to(where(cond, zero, g), self.shapes[1]) if nb else None)
-
-
-@tensor_method()
-def where(condition, input=None, other=None):
-    """Pick from `input` where `condition` holds, else from `other` (both broadcast)."""
-    if input is None and other is None:
-        return condition.nonzero(as_tuple=True)
-    if not isinstance(condition, Tensor):
-        raise DTypeError(f"where: condition must be a bool tensor, got {type(condition).__name__}")
-    if condition._data.dtype.kind != "b":
-        condition = condition != 0
-    a, b = promote(input, other, "where")
-    return Where.apply(condition, a, b)
-
-
-@tensor_method()
-def lerp(input, end, weight):
-    """input + weight * (end - input)."""
-    return input + weight * (end - input)
-
-
-__all__ += ["arcsin", "arccos", "arctan", "arctan2", "fix", "absolute", "negative"]
-
-
-class Relu(Function):
-    save_output = True
-
-    def forward(self, x):
-        return self.xp.maximum(x, 0)
-
-    def backward(self, g):
-        (y,) = self.saved_tensors
-        return (g * (y > 0).to(g.dtype),)
-
-
-@tensor_method()
-def relu(input):
-    """max(x, 0); the gradient at 0 is 0, as in torch."""
-    return Relu.apply(input)
-
-
-__all__ += ["relu"]
