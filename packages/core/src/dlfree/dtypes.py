@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import numbers
+
 import numpy as np
 
 from .errors import DTypeError
@@ -63,7 +65,6 @@ def set_default_dtype(dtype) -> None:
             f"set_default_dtype: {d!r} is not a floating dtype; valid: float16, float32, float64"
         )
     _default_float[0] = d
-    _scalar_cache.clear()
 
 
 def as_dtype(spec) -> DType:
@@ -95,18 +96,21 @@ def from_np(np_dtype) -> DType:
 
 
 def _category_of_scalar(x) -> int:
-    if isinstance(x, bool):
+    """0, 1 or 2 for a Python or NumPy bool, integer or real number (as torch accepts)."""
+    if isinstance(x, bool | np.bool_):
         return 0
-    if isinstance(x, int):
+    if isinstance(x, numbers.Integral):
         return 1
-    if isinstance(x, float):
+    if isinstance(x, numbers.Real):
         return 2
     raise DTypeError(
         f"unsupported scalar {x!r} of type {type(x).__name__}; valid: bool, int, float"
     )
 
 
-_scalar_cache: dict = {}
+def is_scalar(x) -> bool:
+    """A number an op accepts beside tensors: Python or NumPy bool, int or float."""
+    return isinstance(x, numbers.Real | np.bool_)
 
 
 def _default_for(category: int) -> np.dtype:

@@ -30,7 +30,8 @@ def promote(a, b, op: str):
     """Both operands as tensors of PyTorch's result dtype (scalars become constants)."""
     if type(a) is type(b) is Tensor and a._data.dtype == b._data.dtype:
         return a, b
-    if not isinstance(a, Tensor | numbers.Number) or not isinstance(b, Tensor | numbers.Number):
+    if not (isinstance(a, Tensor) or dtypes.is_scalar(a)) or \
+            not (isinstance(b, Tensor) or dtypes.is_scalar(b)):
         bad = b if isinstance(a, Tensor) else a
         raise DTypeError(f"{op}: unsupported operand of type {type(bad).__name__}; "
                          "valid: Tensor, int, float, bool")
