@@ -1,5 +1,290 @@
-"""Scaled dot-product attention."""
+"""Scaled dot-product attention, softmax(q kᵀ · scale + mask) v, over all heads at once."""
 
 from __future__ import annotations
 
-__all__: list[str] = []
+import math
+
+from ..autograd.function import Function
+from ..autograd.grad_mode import STATE
+from ..creation import rand
+from ..errors import DTypeError, ShapeError
+from ..tensor import Tensor
+from ._util import sum_to
+from .elementwise import where
+from .shape import broadcast_shapes
+
+__all__ = ["scaled_dot_product_attention"]
+
+
+class Attention(Function):
+    """Attention over the last two dims, every batch and head in one batched matmul.
+
+    Inputs are query (..., L, E), key (..., S, E), value (..., S, Ev) and, optionally, a
+    float mask added to the scores (it gets a gradient). `bias` is a constant additive mask
+    (0 or -inf: causal and boolean masks), `causal` says it is the causal one, `dropout`
+    the kept-and-rescaled mask applied to the attention weights, and `groups` how many
+    query heads share one key/value head. Rows masked out entirely give zeros, as in torch.
+
+    Under a causal mask the first half of the query rows sees only the first half of the
+    keys, so each half is computed over the keys it can see (a quarter less work). Backward
+    is fused on arrays: dV = Pᵀ dO, dS = P ⊙ (dO Vᵀ − rowsum(dO ⊙ O)), dQ = dS K·scale,
+    dK = dSᵀ Q·scale; under create_graph the same formulas run as Tensor ops.
+    """
+
+    saves = (0, 1, 2)
+    save_output = True
+
+    def forward(self, q, k, v, *mask, scale, bias, causal, dropout, groups):
+        xp = self.xp
+        if mask:
+            self.saves = (0, 1, 2, 3)
+        k, v = _repeat_heads(xp, k, groups), _repeat_heads(xp, v, groups)
+        spans = _spans(q.shape[-2], k.shape[-2], causal)
+        bounded = not mask and _scores_bounded(xp, q, k, scale)
+        scaled = q * q.dtype.type(scale)
+        probs, dead, outs = [], [], []
+        for rows, keys in spans:
+            scores = scaled[..., rows, :] @ xp.swapaxes(k[..., :keys, :], -1, -2)
+            for extra in (bias, *mask):
+                if extra is not None:
+                    scores = _add(scores, extra[..., rows, :keys] if causal else extra)
+            p, d = _softmax(xp, scores, bias is not None or bool(mask), bounded)
+            kept = p if dropout is None else p * dropout[..., rows, :keys]
+            outs.append(kept @ v[..., :keys, :])
+            probs.append(p)
+            dead.append(d)
+        if self.needs_input_grad:
+            # only a single span can have dead rows: every causal row sees its first key
+            self.spans, self.probs, self.dead, self.scale = spans, probs, dead[0], scale
+            self.bias, self.dropout, self.groups = bias, dropout, groups
+        return outs[0] if len(outs) == 1 else xp.concatenate(outs, axis=-2)
+
+    def backward(self, g):
+        q, k, v, *rest = self.saved_tensors
+        mask, out = (rest[0], rest[1]) if len(rest) == 2 else (None, rest[0])
+        grads = self._graph_backward(g, q, k, v, mask) if STATE.enabled else \
+            self._fused_backward(g, q, k, v, out)
+        dq, dk, dv, ds = grads
+        needs = self.needs_input_grad
+        result = (sum_to(dq, q.shape) if needs[0] else None,
+                  _sum_heads(dk, self.groups, k.shape) if needs[1] else None,
+                  _sum_heads(dv, self.groups, v.shape) if needs[2] else None)
+        if mask is not None:
+            result += (sum_to(ds, mask.shape) if needs[3] else None,)
+        return result
+
+    def _fused_backward(self, g, q, k, v, out) -> tuple:
+        xp = self.xp
+        go, out, q = g._data, out._data, q._data
+        k, v = _repeat_heads(xp, k._data, self.groups), _repeat_heads(xp, v._data, self.groups)
+        n_keys = k.shape[-2]
+        dqs, dk, dv = [], None, None
+        for (rows, keys), probs in zip(self.spans, self.probs, strict=True):
+            g_rows = go[..., rows, :]
+            dropout = None if self.dropout is None else self.dropout[..., rows, :keys]
+            kept = probs if dropout is None else probs * dropout
+            dv = _add_keys(xp, dv, xp.swapaxes(kept, -1, -2) @ g_rows, n_keys)
+            ds = g_rows @ xp.swapaxes(v[..., :keys, :], -1, -2)
+            if dropout is not None:
+                ds *= dropout
+            # rowsum(dP ⊙ P) equals rowsum(dO ⊙ O), which is cheaper when Ev < S
+            ds -= xp.einsum("...i,...i->...", g_rows, out[..., rows, :])[..., None]
+            ds *= probs
+            dqs.append(ds @ k[..., :keys, :])
+            dk = _add_keys(xp, dk, xp.swapaxes(ds, -1, -2) @ q[..., rows, :], n_keys)
+        dq = dqs[0] if len(dqs) == 1 else xp.concatenate(dqs, axis=-2)
+        dq *= self.scale
+        dk *= self.scale
+        return tuple(Tensor._make(a, self.device) for a in (dq, dk, dv, ds))
+
+    def _graph_backward(self, g, q, k, v, mask) -> tuple:
+        """The same gradients from Tensor ops (recomputing P over all keys), so they are
+        differentiable."""
+        k, v = _repeat_heads_tensor(k, self.groups), _repeat_heads_tensor(v, self.groups)
+        scores = (q * self.scale) @ k.mT
+        if self.bias is not None:
+            scores = scores + Tensor._make(self.bias, self.device)
+        if mask is not None:
+            scores = scores + mask
+        dead = None if self.dead is None else Tensor._make(self.dead, self.device)
+        if dead is not None:
+            scores = where(dead, 0.0, scores)
+        probs = scores.softmax(-1)
+        if dead is not None:
+            probs = where(dead, 0.0, probs)
+        dropout = None if self.dropout is None else Tensor._make(self.dropout, self.device)
+        kept = probs if dropout is None else probs * dropout
+        dv = kept.mT @ g
+        dp = g @ v.mT
+        if dropout is not None:
+            dp = dp * dropout
+        ds = probs * (dp - (dp * probs).sum(-1, keepdim=True))
+        return ds @ k * self.scale, ds.mT @ q * self.scale, dv, ds
+
+
+def _spans(n_queries: int, n_keys: int, causal: bool) -> list:
+    """(query rows, number of leading keys they see): all rows with all keys, or under a
+    causal mask (query i sees keys j <= i) each half of the rows with the keys it can see."""
+    if not causal:
+        return [(slice(None), n_keys)]
+    half = n_queries // 2
+    if not half:
+        return [(slice(None), min(n_queries, n_keys))]
+    return [(slice(0, half), min(half, n_keys)), (slice(half, None), min(n_queries, n_keys))]
+
+
+def _add_keys(xp, total, part, n_keys: int):
+    """`total` (None at first) plus `part`, a gradient for the first keys of `n_keys`."""
+    if total is None and part.shape[-2] == n_keys:
+        return part
+    if total is None:
+        total = xp.zeros(part.shape[:-2] + (n_keys, part.shape[-1]), dtype=part.dtype)
+    total[..., :part.shape[-2], :] += part
+    return total
+
+
+def _add(scores, extra):
+    """scores + extra, in place when `extra` does not enlarge the scores by broadcasting."""
+    if extra.ndim <= scores.ndim and all(
+            e in (1, s) for e, s in zip(extra.shape[::-1], scores.shape[::-1], strict=False)):
+        scores += extra
+        return scores
+    return scores + extra
+
+
+def _softmax(xp, scores, masked: bool, bounded: bool) -> tuple:
+    """Softmax over the last dim, in place; rows that are all -inf become zeros. Returns the
+    probabilities and a mask of those rows (None when there are none).
+
+    `bounded` promises every finite score lies in [-_BOUND, _BOUND]: exp can then neither
+    overflow nor underflow, so the row max need not be subtracted (the result is the same).
+    """
+    if not bounded:
+        top = scores.max(axis=-1, keepdims=True)
+        scores -= xp.where(xp.isneginf(top), 0, top).astype(scores.dtype, copy=False) \
+            if masked else top
+    probs = xp.exp(scores, out=scores)
+    total = xp.einsum("...i->...", probs)[..., None]
+    dead = None
+    if masked:  # a row sums to 0 only when every entry is masked out
+        dead = total == 0
+        if bool(dead.any()):
+            total[dead] = 1
+        else:
+            dead = None
+    probs /= total
+    return probs, dead
+
+
+_BOUND = 60.0  # e^±60 sits well inside float32's normal range, with room for long rows
+
+
+def _scores_bounded(xp, q, k, scale) -> bool:
+    """Whether |scale · q_i · k_j| <= _BOUND for all i, j, by Cauchy-Schwarz on the norms."""
+    if not q.size or not k.size:
+        return True
+    q_norm = float(xp.einsum("...i,...i->...", q, q).max())
+    k_norm = float(xp.einsum("...i,...i->...", k, k).max())
+    return abs(scale) * math.sqrt(q_norm * k_norm) <= _BOUND
+
+
+def _repeat_heads(xp, array, groups: int):
+    """Each key/value head repeated `groups` times along dim -3 (torch's repeat_interleave)."""
+    return array if groups == 1 else xp.repeat(array, groups, axis=-3)
+
+
+def _repeat_heads_tensor(t: Tensor, groups: int) -> Tensor:
+    if groups == 1:
+        return t
+    shape = tuple(t.shape)
+    spread = t.unsqueeze(-3).expand(shape[:-2] + (groups,) + shape[-2:])
+    return spread.reshape(shape[:-3] + (shape[-3] * groups,) + shape[-2:])
+
+
+def _sum_heads(grad: Tensor, groups: int, shape: tuple) -> Tensor:
+    """The gradient of repeated heads summed back onto each key/value head, then down to
+    `shape` over broadcast batch dims."""
+    if groups == 1:
+        return sum_to(grad, tuple(shape))
+    repeated = tuple(shape[:-3]) + (shape[-3] * groups,) + tuple(shape[-2:])
+    grad = sum_to(grad, repeated)
+    return grad.reshape(tuple(shape[:-2]) + (groups,) + tuple(shape[-2:])).sum(-3)
+
+
+def _check_inputs(query, key, value, enable_gqa: bool, op: str) -> tuple:
+    """Validate dtypes and shapes; return how many query heads share a key/value head and
+    the broadcast batch dims of the scores."""
+    dtypes = {t.dtype for t in (query, key, value)}
+    if len(dtypes) > 1 or query._data.dtype.kind != "f":
+        raise DTypeError(f"{op}: query, key and value must have one floating dtype, got "
+                         f"{query.dtype!r}, {key.dtype!r} and {value.dtype!r}")
+    shapes = f"query {tuple(query.shape)}, key {tuple(key.shape)}, value {tuple(value.shape)}"
+    if min(query.ndim, key.ndim, value.ndim) < 2:
+        raise ShapeError(f"{op}: query, key and value need at least 2 dims (..., L, E), got "
+                         f"{shapes}")
+    if query.shape[-1] != key.shape[-1] or key.shape[-2] != value.shape[-2]:
+        raise ShapeError(f"{op}: expected query (..., L, E), key (..., S, E) and value "
+                         f"(..., S, Ev), got {shapes}")
+    groups = 1
+    if enable_gqa:
+        if min(query.ndim, key.ndim, value.ndim) < 3 or key.shape[-3] != value.shape[-3] or \
+                query.shape[-3] % key.shape[-3]:
+            raise ShapeError(f"{op}: with enable_gqa, the query heads (dim -3) must be a "
+                             f"multiple of the key/value heads, which must agree; got {shapes}")
+        groups = query.shape[-3] // key.shape[-3]
+    try:
+        batch = broadcast_shapes(query.shape[:-2], _heads(key, groups), _heads(value, groups))
+    except ShapeError:
+        raise ShapeError(f"{op}: the batch and head dims of {shapes} do not broadcast; pass "
+                         "enable_gqa=True to share key/value heads among query heads") from None
+    return groups, tuple(batch)
+
+
+def _heads(t: Tensor, groups: int) -> tuple:
+    shape = tuple(t.shape[:-2])
+    return shape if groups == 1 else shape[:-1] + (shape[-1] * groups,)
+
+
+def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.0,
+                                 is_causal=False, scale=None, enable_gqa=False) -> Tensor:
+    """softmax(query keyᵀ · scale + mask) value, as torch's function.
+
+    `attn_mask` is a bool mask (True takes part) or a float mask added to the scores; it
+    broadcasts to (..., L, S). `is_causal` masks keys after each query (top-left aligned),
+    instead of `attn_mask`. `scale` defaults to 1/sqrt(E).
+    `dropout_p` drops attention weights with dl's seeded generator. `enable_gqa` lets
+    groups of query heads share each key/value head (dim -3).
+    """
+    op = "scaled_dot_product_attention"
+    groups, batch = _check_inputs(query, key, value, enable_gqa, op)
+    if not 0.0 <= dropout_p <= 1.0:
+        raise ValueError(f"{op}: dropout_p must be in [0, 1], got {dropout_p}")
+    if is_causal and attn_mask is not None:
+        raise ValueError(f"{op}: pass either attn_mask or is_causal=True, not both (as torch); "
+                         "to combine them, fold the causal mask into attn_mask")
+    xp, dtype = query._device.xp, query._data.dtype
+    length, source = query.shape[-2], key.shape[-2]
+    scores_shape = batch + (length, source)
+    bias = None
+    if is_causal:
+        bias = xp.where(xp.tri(length, source, dtype=bool), 0, -math.inf).astype(dtype)
+    inputs = [query, key, value]
+    if attn_mask is not None:
+        try:
+            broadcast_shapes(attn_mask.shape, scores_shape)
+        except ShapeError:
+            raise ShapeError(f"{op}: attn_mask of shape {tuple(attn_mask.shape)} does not "
+                             f"broadcast to the attention scores {scores_shape}") from None
+        if attn_mask._data.dtype.kind == "b":
+            bias = xp.where(attn_mask._data, 0, -math.inf).astype(dtype)
+        elif attn_mask._data.dtype.kind == "f":
+            inputs.append(attn_mask.to(query.dtype))
+        else:
+            raise DTypeError(f"{op}: attn_mask must be bool or floating, got {attn_mask.dtype!r}")
+    dropout = None
+    if dropout_p > 0:
+        kept = rand(scores_shape, dtype=query.dtype, device=query.device)._data >= dropout_p
+        dropout = kept.astype(dtype) * dtype.type(1 / (1 - dropout_p) if dropout_p < 1 else 0)
+    return Attention.apply(*inputs, scale=1 / math.sqrt(query.shape[-1]) if scale is None
+                           else scale, bias=bias, causal=is_causal, dropout=dropout,
+                           groups=groups)
