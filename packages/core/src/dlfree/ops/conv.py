@@ -1,5 +1,473 @@
-"""Convolutions (1-d, 2-d, 3-d, transposed), unfold/fold and padding."""
+"""Convolutions (1-d, 2-d, 3-d, transposed), unfold/fold and padding.
+
+A convolution is im2col and one GEMM (batched over the groups), and so are its duals,
+which give its gradients: a convolution y = Conv(x, w), its input gradient ConvTranspose
+(one GEMM, then col2im) and its weight gradient ConvWeight (im2col, then one GEMM over
+the batch and the positions). The three are one trilinear form read three ways, so each
+one's gradients are the other two, and every derivative of any order is again one of
+them. `unfold` and `fold` are im2col and col2im on their own, each the other's adjoint.
+"""
 
 from __future__ import annotations
 
-__all__: list[str] = []
+import math
+import numbers
+
+from ..autograd.function import Function
+from ..backends.im2col import Window, col2im, im2col
+from ..errors import DTypeError, ShapeError
+from ._util import require_float
+
+__all__ = ["pad", "conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d",
+           "conv_transpose3d", "unfold", "fold"]
+
+
+# ----------------------------------------------------------------- the window ops
+class Unfold(Function):
+    """(N, C, *size) images to their (N, C*K, L) columns under a `Window`."""
+
+    def forward(self, image, window):
+        self.window = window
+        return im2col(self.xp, image, window)
+
+    def backward(self, g):
+        return (Fold.apply(g, window=self.window),)
+
+
+class Fold(Function):
+    """(N, C*K, L) columns summed back into (N, C, *size) images: Unfold's adjoint."""
+
+    def forward(self, columns, window):
+        self.window = window
+        return col2im(self.xp, columns, window)
+
+    def backward(self, g):
+        return (Unfold.apply(g, window=self.window),)
+
+
+# ------------------------------------------------------- a convolution and its duals
+# They work on channel-major matrices, (C, N * L) and (C * K, N * L), so that one GEMM
+# (per group) serves the whole batch.
+def _channels_first(xp, a, groups: int):
+    """(N, C, *grid) as a contiguous (groups, C / groups, N * L) stack of matrices."""
+    n, c = a.shape[:2]
+    matrix = xp.ascontiguousarray(a.swapaxes(0, 1))
+    return matrix.reshape(groups, c // groups, n * math.prod(a.shape[2:]))
+
+
+def _columns(xp, x, window, groups: int):
+    """im2col of `x` as a (groups, C * K / groups, N * L) stack of matrices."""
+    columns = im2col(xp, x, window, batch_last=True)
+    return columns.reshape(groups, columns.shape[0] // groups, columns.shape[1])
+
+
+class Conv(Function):
+    """y = x ⋆ w: (N, C, *size) images and (O, C/groups, *kernel) weights to (N, O, *grid)."""
+
+    def forward(self, x, w, window, groups):
+        nx, nw = self.needs_input_grad or (False, False)
+        self.saves = ((0,) if nw else ()) + ((1,) if nx else ())
+        self.window, self.groups = window, groups
+        out_channels = w.shape[0]
+        columns = _columns(self.xp, x, window, groups)
+        if nw:  # the weight gradient multiplies them again; keeping them saves an im2col
+            self.columns = columns
+        y = w.reshape(groups, out_channels // groups, -1) @ columns
+        y = y.reshape((out_channels, x.shape[0]) + window.grid)
+        return self.xp.ascontiguousarray(y.swapaxes(0, 1))
+
+    def backward(self, g):
+        nx, nw = self.needs_input_grad
+        saved = self.saved_tensors
+        x, w = saved[0] if nw else None, saved[-1] if nx else None
+        params = {"window": self.window, "groups": self.groups}
+        return (ConvTranspose.apply(g, w, **params) if nx else None,
+                ConvWeight.apply(x, g, columns=self.columns, **params) if nw else None)
+
+
+class ConvTranspose(Function):
+    """Conv's adjoint in x, applied to y: W^T @ y per group, then col2im."""
+
+    def forward(self, y, w, window, groups):
+        ny, nw = self.needs_input_grad or (False, False)
+        self.saves = ((0,) if nw else ()) + ((1,) if ny else ())
+        self.window, self.groups = window, groups
+        w_t = w.reshape(groups, w.shape[0] // groups, -1).transpose(0, 2, 1)
+        columns = w_t @ _channels_first(self.xp, y, groups)
+        taps = columns.shape[0] * columns.shape[1]
+        return col2im(self.xp, columns.reshape(taps, columns.shape[2]), window, batch_last=True)
+
+    def backward(self, g):
+        ny, nw = self.needs_input_grad
+        saved = self.saved_tensors
+        y, w = saved[0] if nw else None, saved[-1] if ny else None
+        params = {"window": self.window, "groups": self.groups}
+        return (Conv.apply(g, w, **params) if ny else None,
+                ConvWeight.apply(g, y, **params) if nw else None)
+
+
+class ConvWeight(Function):
+    """Conv's adjoint in w, applied to y: y @ columns(x)^T per group, which sums over the
+    batch and the positions in one GEMM; `columns` may come ready from Conv's forward."""
+
+    def forward(self, x, y, window, groups, columns=None):
+        nx, ny = self.needs_input_grad or (False, False)
+        self.saves = ((0,) if ny else ()) + ((1,) if nx else ())
+        self.window, self.groups = window, groups
+        if columns is None:
+            columns = _columns(self.xp, x, window, groups)
+        w = _channels_first(self.xp, y, groups) @ columns.transpose(0, 2, 1)
+        return w.reshape((y.shape[1], x.shape[1] // groups) + window.kernel)
+
+    def backward(self, g):
+        nx, ny = self.needs_input_grad
+        saved = self.saved_tensors
+        x, y = saved[0] if ny else None, saved[-1] if nx else None
+        params = {"window": self.window, "groups": self.groups}
+        return (ConvTranspose.apply(y, g, **params) if nx else None,
+                Conv.apply(x, g, **params) if ny else None)
+
+
+# ------------------------------------------------------------------ argument checks
+def _ints(value, d: int, name: str, op: str, low: int) -> tuple:
+    """An int, or a sequence of 1 or d ints, as a d-tuple whose entries are >= `low`."""
+    values = (value,) if isinstance(value, numbers.Integral) else tuple(value)
+    if len(values) == 1:
+        values *= d
+    if len(values) != d or not all(isinstance(v, numbers.Integral) and v >= low
+                                   for v in values):
+        raise ShapeError(f"{op}: {name} must be an int or {d} ints, each >= {low}; "
+                         f"got {value!r}")
+    return tuple(int(v) for v in values)
+
+
+def _batched(input, d: int, op: str) -> tuple:
+    """`input` with a batch dim (added when it has none), and whether one was added."""
+    if input.ndim not in (d + 1, d + 2):
+        raise ShapeError(f"{op}: expected a {d + 1}-D (unbatched) or {d + 2}-D (batched) "
+                         f"input, got shape {tuple(input.shape)}")
+    return (input.unsqueeze(0), True) if input.ndim == d + 1 else (input, False)
+
+
+def _check_operands(op: str, input, weight, bias, d: int, layout: str) -> None:
+    require_float(input, op)
+    for name, t in (("weight", weight), ("bias", bias)):
+        if t is not None and t.dtype != input.dtype:
+            raise DTypeError(f"{op}: input is {input.dtype!r} but {name} is {t.dtype!r}; "
+                             f"valid: one floating dtype for all, e.g. {name}.to(input.dtype)")
+    if weight.ndim != d + 2:
+        raise ShapeError(f"{op}: expected a {d + 2}-D weight {layout}, got shape "
+                         f"{tuple(weight.shape)}")
+
+
+def _check_groups(op: str, groups, channels: int, what: str, shape: tuple) -> int:
+    if not isinstance(groups, numbers.Integral) or groups < 1:
+        raise ShapeError(f"{op}: groups must be a positive int, got {groups!r}")
+    if channels % groups:
+        raise ShapeError(f"{op}: {what} {channels} (weight shape {shape}) is not divisible by "
+                         f"groups={groups}; valid: a groups value that divides it")
+    return int(groups)
+
+
+def _check_bias(op: str, bias, channels: int) -> None:
+    if bias is not None and tuple(bias.shape) != (channels,):
+        raise ShapeError(f"{op}: bias of shape {tuple(bias.shape)} does not fit {channels} "
+                         f"output channels; valid: shape ({channels},)")
+
+
+def _window(op: str, size: tuple, kernel: tuple, dilation: tuple, stride: tuple,
+            pads: tuple) -> Window:
+    """The window of a kernel sliding over a padded `size`, which it must fit into."""
+    spans = tuple(d * (k - 1) + 1 for k, d in zip(kernel, dilation, strict=True))
+    padded = tuple(n + lo + hi for n, (lo, hi) in zip(size, pads, strict=True))
+    if any(p < s for p, s in zip(padded, spans, strict=True)):
+        raise ShapeError(f"{op}: the spatial size {size} padded to {padded} is smaller than "
+                         f"the kernel {kernel}, which spans {spans} with dilation {dilation}; "
+                         "valid: a padded size at least (kernel - 1) * dilation + 1 per dim")
+    grid = tuple((p - s) // st + 1 for p, s, st in zip(padded, spans, stride, strict=True))
+    return Window(size, kernel, dilation, stride, pads, grid)
+
+
+def _conv_pads(op: str, padding, d: int, kernel: tuple, dilation: tuple,
+               stride: tuple) -> tuple:
+    """(before, after) per dim; 'same' puts an odd total's extra pixel after, as torch."""
+    if not isinstance(padding, str):
+        return tuple((p, p) for p in _ints(padding, d, "padding", op, 0))
+    if padding == "valid":
+        return ((0, 0),) * d
+    if padding != "same":
+        raise ValueError(f"{op}: padding must be 'valid', 'same', an int or {d} ints; "
+                         f"got {padding!r}")
+    if any(s != 1 for s in stride):
+        raise ShapeError(f"{op}: padding='same' needs stride 1, got stride {stride}; "
+                         "valid: stride=1, or explicit padding for a strided convolution")
+    totals = tuple(dl * (k - 1) for k, dl in zip(kernel, dilation, strict=True))
+    return tuple((t // 2, t - t // 2) for t in totals)
+
+
+def _finish(out, bias, d: int, unbatched: bool):
+    if bias is not None:
+        out = out + bias.reshape((bias.shape[0],) + (1,) * d)
+    return out.squeeze(0) if unbatched else out
+
+
+# -------------------------------------------------------------------- convolutions
+def _conv(op, d, input, weight, bias, stride, padding, dilation, groups):
+    _check_operands(op, input, weight, bias, d, "(out_channels, in_channels / groups, *kernel)")
+    x, unbatched = _batched(input, d, op)
+    channels = x.shape[1]
+    out_channels, group_in = weight.shape[:2]
+    kernel = tuple(weight.shape[2:])
+    groups = _check_groups(op, groups, out_channels, "out_channels", tuple(weight.shape))
+    if channels != group_in * groups:
+        raise ShapeError(f"{op}: input of shape {tuple(input.shape)} has {channels} channels, "
+                         f"but weight of shape {tuple(weight.shape)} with groups={groups} "
+                         f"expects {group_in * groups}; valid: input channels = "
+                         "weight.shape[1] * groups")
+    _check_bias(op, bias, out_channels)
+    stride = _ints(stride, d, "stride", op, 1)
+    dilation = _ints(dilation, d, "dilation", op, 1)
+    pads = _conv_pads(op, padding, d, kernel, dilation, stride)
+    window = _window(op, tuple(x.shape[2:]), kernel, dilation, stride, pads)
+    out = Conv.apply(x, weight, window=window, groups=groups)
+    return _finish(out, bias, d, unbatched)
+
+
+def conv1d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
+    """1-d convolution (cross-correlation) of (N, C_in, L) by (C_out, C_in / groups, k).
+
+    `padding` is an int, a tuple, 'valid' (none) or 'same' (output as long as the input,
+    stride 1 only); `groups` splits the channels into independent convolutions.
+    """
+    return _conv("conv1d", 1, input, weight, bias, stride, padding, dilation, groups)
+
+
+def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
+    """2-d convolution of (N, C_in, H, W) by (C_out, C_in / groups, kH, kW); see conv1d."""
+    return _conv("conv2d", 2, input, weight, bias, stride, padding, dilation, groups)
+
+
+def conv3d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
+    """3-d convolution of (N, C_in, D, H, W) by (C_out, C_in / groups, kD, kH, kW)."""
+    return _conv("conv3d", 3, input, weight, bias, stride, padding, dilation, groups)
+
+
+def _conv_transpose(op, d, input, weight, bias, stride, padding, output_padding, groups,
+                    dilation):
+    _check_operands(op, input, weight, bias, d, "(in_channels, out_channels / groups, *kernel)")
+    x, unbatched = _batched(input, d, op)
+    channels = x.shape[1]
+    if weight.shape[0] != channels:
+        raise ShapeError(f"{op}: input of shape {tuple(input.shape)} has {channels} channels, "
+                         f"but weight of shape {tuple(weight.shape)} expects "
+                         f"{weight.shape[0]}; valid: input channels = weight.shape[0]")
+    groups = _check_groups(op, groups, channels, "in_channels", tuple(weight.shape))
+    kernel = tuple(weight.shape[2:])
+    out_channels = weight.shape[1] * groups
+    _check_bias(op, bias, out_channels)
+    stride = _ints(stride, d, "stride", op, 1)
+    padding = _ints(padding, d, "padding", op, 0)
+    output_padding = _ints(output_padding, d, "output_padding", op, 0)
+    dilation = _ints(dilation, d, "dilation", op, 1)
+    if any(o >= s and o >= dl for o, s, dl in zip(output_padding, stride, dilation, strict=True)):
+        raise ShapeError(f"{op}: output_padding {output_padding} must be smaller than either "
+                         f"the stride {stride} or the dilation {dilation} in every dim")
+    grid = tuple(x.shape[2:])
+    if 0 in grid:
+        raise ShapeError(f"{op}: input of shape {tuple(input.shape)} has an empty spatial dim; "
+                         "valid: spatial sizes >= 1 (the batch may be empty)")
+    size = tuple((i - 1) * s - 2 * p + dl * (k - 1) + o + 1 for i, s, p, dl, k, o in
+                 zip(grid, stride, padding, dilation, kernel, output_padding, strict=True))
+    if any(s <= 0 for s in size):
+        raise ShapeError(f"{op}: input of shape {tuple(input.shape)} with padding {padding} "
+                         f"gives an output of spatial size {size}; valid: a positive size, "
+                         "so less padding or a larger input")
+    window = Window(size, kernel, dilation, stride, tuple((p, p) for p in padding), grid)
+    out = ConvTranspose.apply(x, weight, window=window, groups=groups)
+    return _finish(out, bias, d, unbatched)
+
+
+def conv_transpose1d(input, weight, bias=None, stride=1, padding=0, output_padding=0,
+                     groups=1, dilation=1):
+    """Transposed 1-d convolution of (N, C_in, L) by (C_in, C_out / groups, k): the
+    gradient of conv1d with respect to its input. `output_padding` adds to one side of the
+    output to pick among the sizes a strided conv1d maps to the same input size."""
+    return _conv_transpose("conv_transpose1d", 1, input, weight, bias, stride, padding,
+                           output_padding, groups, dilation)
+
+
+def conv_transpose2d(input, weight, bias=None, stride=1, padding=0, output_padding=0,
+                     groups=1, dilation=1):
+    """Transposed 2-d convolution of (N, C_in, H, W) by (C_in, C_out / groups, kH, kW)."""
+    return _conv_transpose("conv_transpose2d", 2, input, weight, bias, stride, padding,
+                           output_padding, groups, dilation)
+
+
+def conv_transpose3d(input, weight, bias=None, stride=1, padding=0, output_padding=0,
+                     groups=1, dilation=1):
+    """Transposed 3-d convolution of (N, C_in, D, H, W) by (C_in, C_out / groups, *k)."""
+    return _conv_transpose("conv_transpose3d", 3, input, weight, bias, stride, padding,
+                           output_padding, groups, dilation)
+
+
+# ------------------------------------------------------------------ unfold and fold
+def _window_args(op, size, kernel_size, dilation, padding, stride) -> Window:
+    kernel = _ints(kernel_size, 2, "kernel_size", op, 1)
+    pads = tuple((p, p) for p in _ints(padding, 2, "padding", op, 0))
+    return _window(op, size, kernel, _ints(dilation, 2, "dilation", op, 1), pads=pads,
+                   stride=_ints(stride, 2, "stride", op, 1))
+
+
+def unfold(input, kernel_size, dilation=1, padding=0, stride=1):
+    """The sliding blocks of (N, C, H, W) images as columns, (N, C * kH * kW, L): one
+    column per kernel position, channel-major (im2col)."""
+    x, unbatched = _batched(input, 2, "unfold")
+    window = _window_args("unfold", tuple(x.shape[2:]), kernel_size, dilation, padding, stride)
+    out = Unfold.apply(x, window=window)
+    return out.squeeze(0) if unbatched else out
+
+
+def fold(input, output_size, kernel_size, dilation=1, padding=0, stride=1):
+    """Sum (N, C * kH * kW, L) columns back into (N, C, *output_size) images, overlaps
+    added (col2im): the adjoint of unfold."""
+    if input.ndim not in (2, 3):
+        raise ShapeError(f"fold: expected a 2-D (unbatched) or 3-D (batched) input "
+                         f"(N, C * prod(kernel_size), L), got shape {tuple(input.shape)}")
+    columns = input.unsqueeze(0) if input.ndim == 2 else input
+    size = _ints(output_size, 2, "output_size", "fold", 1)
+    window = _window_args("fold", size, kernel_size, dilation, padding, stride)
+    taps, blocks = math.prod(window.kernel), math.prod(window.grid)
+    if columns.shape[1] % taps:
+        raise ShapeError(f"fold: input of shape {tuple(input.shape)} has {columns.shape[1]} "
+                         f"rows, not a multiple of the {taps} taps of kernel_size "
+                         f"{window.kernel}")
+    if columns.shape[2] != blocks:
+        raise ShapeError(f"fold: input of shape {tuple(input.shape)} has {columns.shape[2]} "
+                         f"blocks, but output_size {size} with kernel_size {window.kernel}, "
+                         f"dilation {window.dilation}, padding {padding} and stride "
+                         f"{window.stride} makes {' * '.join(map(str, window.grid))} = "
+                         f"{blocks}")
+    out = Fold.apply(columns, window=window)
+    return out.squeeze(0) if input.ndim == 2 else out
+
+
+# -------------------------------------------------------------------------- padding
+class ConstantPad(Function):
+    """Each dim widened by its (before, after) `widths` with `value`; negative widths crop."""
+
+    def forward(self, x, widths, value):
+        self.widths = widths
+        shape = tuple(n + lo + hi for n, (lo, hi) in zip(x.shape, widths, strict=True))
+        out = self.xp.full(shape, value, dtype=x.dtype)
+        dst = tuple(slice(max(lo, 0), m - max(hi, 0))
+                    for m, (lo, hi) in zip(shape, widths, strict=True))
+        src = tuple(slice(max(-lo, 0), n - max(-hi, 0))
+                    for n, (lo, hi) in zip(x.shape, widths, strict=True))
+        out[dst] = x[src]
+        return out
+
+    def backward(self, g):
+        return (ConstantPad.apply(g, widths=tuple((-lo, -hi) for lo, hi in self.widths),
+                                  value=0),)
+
+
+_NUMPY_MODES = {"reflect": "reflect", "replicate": "edge", "circular": "wrap"}
+
+
+class ModePad(Function):
+    """Each dim widened by its (before, after) `widths` with values taken from the input:
+    mirrored ('reflect'), the edge repeated ('replicate') or wrapped ('circular')."""
+
+    def forward(self, x, widths, mode):
+        self.widths, self.mode = widths, mode
+        return self.xp.pad(x, widths, mode=_NUMPY_MODES[mode])
+
+    def backward(self, g):
+        return (ModePadAdjoint.apply(g, widths=self.widths, mode=self.mode),)
+
+
+class ModePadAdjoint(Function):
+    """ModePad's adjoint: the border of each padded dim added back onto its sources."""
+
+    def forward(self, g, widths, mode):
+        self.widths, self.mode = widths, mode
+        for axis, (lo, hi) in enumerate(widths):
+            if lo or hi:
+                g = self._fold_border(g, axis, lo, hi, mode)
+        return g
+
+    def _fold_border(self, g, axis: int, lo: int, hi: int, mode: str):
+        lead = (slice(None),) * axis
+        n = g.shape[axis] - lo - hi
+        core = g[lead + (slice(lo, lo + n),)].copy()
+        before, after = g[lead + (slice(0, lo),)], g[lead + (slice(lo + n, None),)]
+        if mode == "reflect":  # output lo - j mirrors input j, for j in 1..lo
+            core[lead + (slice(1, lo + 1),)] += self.xp.flip(before, axis)
+            core[lead + (slice(n - 1 - hi, n - 1),)] += self.xp.flip(after, axis)
+        elif mode == "replicate":
+            core[lead + (slice(0, 1),)] += before.sum(axis, keepdims=True)
+            core[lead + (slice(n - 1, n),)] += after.sum(axis, keepdims=True)
+        else:
+            core[lead + (slice(n - lo, n),)] += before
+            core[lead + (slice(0, hi),)] += after
+        return core
+
+    def backward(self, gg):
+        return (ModePad.apply(gg, widths=self.widths, mode=self.mode),)
+
+
+_MODE_LIMITS = {
+    "reflect": ("each pad smaller than its dim", lambda w, n: w < n),
+    "replicate": ("a non-empty dim wherever it pads", lambda w, n: w == 0 or n > 0),
+    "circular": ("each pad at most its dim", lambda w, n: w <= n),
+}
+
+
+def _mode_pad(input, widths: tuple, mode: str, pad: tuple):
+    """reflect/replicate/circular padding; negative widths crop, as in torch: after the
+    padding for reflect and replicate, before it for circular (which wraps the crop)."""
+    grow = tuple((max(lo, 0), max(hi, 0)) for lo, hi in widths)
+    crop = tuple((min(lo, 0), min(hi, 0)) for lo, hi in widths)
+    crops = any(lo or hi for lo, hi in crop)
+    if mode == "circular" and crops:
+        input = ConstantPad.apply(input, widths=crop, value=0)
+    rule, fits = _MODE_LIMITS[mode]
+    if not all(fits(lo, n) and fits(hi, n) for n, (lo, hi) in zip(input.shape, grow, strict=True)):
+        raise ShapeError(f"pad: mode={mode!r} needs {rule}; got pad {pad} for an input of "
+                         f"shape {tuple(input.shape)}")
+    out = ModePad.apply(input, widths=grow, mode=mode)
+    if mode != "circular" and crops:
+        out = ConstantPad.apply(out, widths=crop, value=0)
+    return out
+
+
+def pad(input, pad, mode: str = "constant", value=None):
+    """Pad the last len(pad) // 2 dims: `pad` is (before, after) for the last dim, then
+    for the one before it, and so on; negative entries crop.
+
+    'constant' fills with `value` (default 0) and pads any number of dims; 'reflect',
+    'replicate' and 'circular' pad the last 1, 2 or 3 dims of a batched or unbatched input.
+    """
+    pad = tuple(int(p) for p in pad)
+    k = len(pad) // 2
+    if len(pad) % 2 or k > input.ndim:
+        raise ShapeError(f"pad: pad {pad} for an input of shape {tuple(input.shape)}; valid: "
+                         f"(before, after) pairs, last dim first, at most {input.ndim} pairs")
+    widths = ((0, 0),) * (input.ndim - k) + tuple((pad[2 * i], pad[2 * i + 1])
+                                                  for i in reversed(range(k)))
+    if mode == "constant":
+        if any(n + min(lo, 0) + min(hi, 0) < 0
+               for n, (lo, hi) in zip(input.shape, widths, strict=True)):
+            raise ShapeError(f"pad: pad {pad} crops more than the input of shape "
+                             f"{tuple(input.shape)} holds")
+        return ConstantPad.apply(input, widths=widths, value=0 if value is None else value)
+    if mode not in _NUMPY_MODES:
+        raise ValueError(f"pad: mode must be 'constant', 'reflect', 'replicate' or "
+                         f"'circular'; got {mode!r}")
+    if value is not None:
+        raise ValueError(f"pad: mode={mode!r} takes no value (only mode='constant' fills)")
+    if k not in (1, 2, 3) or input.ndim not in (k + 1, k + 2):
+        raise ShapeError(f"pad: mode={mode!r} pads the last 1, 2 or 3 dims of an input with "
+                         f"1 or 2 more dims (batch, channels); got pad {pad} ({k} dims) for "
+                         f"an input of shape {tuple(input.shape)}")
+    return _mode_pad(input, widths, mode, pad)
