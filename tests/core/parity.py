@@ -219,7 +219,9 @@ def check_gradgrad(case: Case, device: str, seed: int = 0):
         if b is None:
             assert a is None or not np.any(a), f"{case.name}: input {i}"
             continue
-        assert a is not None, f"{case.name}: no second derivative for input {i}"
+        if a is None:  # no graph on our side; torch may return explicit zeros instead
+            assert not np.any(b), f"{case.name}: no second derivative for input {i}"
+            continue
         np.testing.assert_allclose(a, b, rtol=1e-6, atol=1e-8,
                                    err_msg=f"{case.name}: second derivative of input {i}")
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from . import special
+from . import im2col, special
 
 
 class Backend:
@@ -41,6 +41,14 @@ class Backend:
     def scatter_add(self, target, index, values) -> None:
         """Add `values` into `target[index]`, summing repeated indices (in place)."""
         self.xp.add.at(target, index, values)
+
+    def im2col(self, image, window, batch_last: bool = False):
+        """The sliding windows of `image` as columns (see `backends.im2col`)."""
+        return im2col.im2col(self.xp, image, window, batch_last)
+
+    def col2im(self, columns, window, batch_last: bool = False):
+        """Columns summed back into an image: the adjoint of `im2col`."""
+        return im2col.col2im(self.xp, columns, window, batch_last)
 
     def erf(self, x):
         """The error function, elementwise (about 1e-15 relative in float64)."""

@@ -14,7 +14,7 @@ import math
 import numbers
 
 from ..autograd.function import Function
-from ..backends.im2col import Window, col2im, im2col
+from ..backends.im2col import Window
 from ..errors import DTypeError, ShapeError
 from ._util import require_float
 
@@ -28,7 +28,7 @@ class Unfold(Function):
 
     def forward(self, image, window):
         self.window = window
-        return im2col(self.xp, image, window)
+        return self.device.backend.im2col(image, window)
 
     def backward(self, g):
         return (Fold.apply(g, window=self.window),)
@@ -39,7 +39,7 @@ class Fold(Function):
 
     def forward(self, columns, window):
         self.window = window
-        return col2im(self.xp, columns, window)
+        return self.device.backend.col2im(columns, window)
 
     def backward(self, g):
         return (Unfold.apply(g, window=self.window),)
@@ -55,9 +55,9 @@ def _channels_first(xp, a, groups: int):
     return matrix.reshape(groups, c // groups, n * math.prod(a.shape[2:]))
 
 
-def _columns(xp, x, window, groups: int):
+def _columns(backend, x, window, groups: int):
     """im2col of `x` as a (groups, C * K / groups, N * L) stack of matrices."""
-    columns = im2col(xp, x, window, batch_last=True)
+    columns = backend.im2col(x, window, batch_last=True)
     return columns.reshape(groups, columns.shape[0] // groups, columns.shape[1])
 
 
@@ -69,7 +69,7 @@ class Conv(Function):
         self.saves = ((0,) if nw else ()) + ((1,) if nx else ())
         self.window, self.groups = window, groups
         out_channels = w.shape[0]
-        columns = _columns(self.xp, x, window, groups)
+        columns = _columns(self.device.backend, x, window, groups)
         if nw:  # the weight gradient multiplies them again; keeping them saves an im2col
             self.columns = columns
         y = w.reshape(groups, out_channels // groups, -1) @ columns
@@ -95,7 +95,8 @@ class ConvTranspose(Function):
         w_t = w.reshape(groups, w.shape[0] // groups, -1).transpose(0, 2, 1)
         columns = w_t @ _channels_first(self.xp, y, groups)
         taps = columns.shape[0] * columns.shape[1]
-        return col2im(self.xp, columns.reshape(taps, columns.shape[2]), window, batch_last=True)
+        return self.device.backend.col2im(columns.reshape(taps, columns.shape[2]), window,
+                                          batch_last=True)
 
     def backward(self, g):
         ny, nw = self.needs_input_grad
@@ -115,7 +116,7 @@ class ConvWeight(Function):
         self.saves = ((0,) if ny else ()) + ((1,) if nx else ())
         self.window, self.groups = window, groups
         if columns is None:
-            columns = _columns(self.xp, x, window, groups)
+            columns = _columns(self.device.backend, x, window, groups)
         w = _channels_first(self.xp, y, groups) @ columns.transpose(0, 2, 1)
         return w.reshape((y.shape[1], x.shape[1] // groups) + window.kernel)
 
