@@ -1,0 +1,68 @@
+"""What the timings depend on: the machine, library versions, BLAS and thread-pool sizes."""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import platform
+
+# Variables that change the BLAS and OpenMP thread pools, the BLAS kernels, or malloc.
+TUNING_VARIABLES = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS",
+                    "OPENBLAS_CORETYPE", "GLIBC_TUNABLES")
+
+
+def machine() -> dict:
+    """The coordinator's view: Python, OS, CPUs, how busy they are, the tuning variables set."""
+    return {
+        "python": platform.python_version(),
+        "platform": platform.platform(),
+        "cpus": os.cpu_count(),
+        "load_average_1min": os.getloadavg()[0],
+        "tuning_variables": {v: os.environ[v] for v in TUNING_VARIABLES if v in os.environ},
+    }
+
+
+def describe(framework: str) -> dict:
+    """Versions and thread counts seen from inside a worker that has loaded `framework`."""
+    if framework == "torch":
+        import torch
+
+        return {"torch": torch.__version__, "torch_threads": torch.get_num_threads(),
+                "torch_interop_threads": torch.get_num_interop_threads()}
+    info = numpy_blas()
+    if framework == "dlfree":
+        import dlfree
+
+        info["dlfree"] = dlfree.__version__
+    return info
+
+
+def numpy_blas() -> dict:
+    """NumPy's version and BLAS as built, plus the BLAS's thread count as running now."""
+    import numpy as np
+
+    blas = np.show_config(mode="dicts")["Build Dependencies"]["blas"]
+    return {"numpy": np.__version__, "blas": blas.get("name"),
+            "blas_version": blas.get("version"),
+            "blas_config": blas.get("openblas configuration"), **_openblas_runtime()}
+
+
+def _openblas_runtime() -> dict:
+    """Ask the loaded OpenBLAS (found in /proc/self/maps, so Linux) for its threads and kernel."""
+    try:
+        with open("/proc/self/maps") as maps:
+            paths = {line.split()[-1] for line in maps if "openblas" in line}
+    except OSError:
+        return {}
+    for path in sorted(paths):
+        lib = ctypes.CDLL(path)
+        # the symbol names depend on how OpenBLAS was built (64-bit ints, scipy's prefix)
+        for prefix in ("scipy_openblas", "openblas"):
+            for suffix in ("64_", ""):
+                get_threads = getattr(lib, f"{prefix}_get_num_threads{suffix}", None)
+                if get_threads is None:
+                    continue
+                get_core = getattr(lib, f"{prefix}_get_corename{suffix}")
+                get_core.restype = ctypes.c_char_p
+                return {"blas_threads": get_threads(), "blas_core": get_core().decode()}
+    return {}

@@ -1,0 +1,186 @@
+"""`make bench`: time each workload in dl.free, hand-written NumPy and PyTorch CPU.
+
+Every framework runs in its own worker process. After a warm-up, the coordinator asks
+the workers one at a time, with a short pause between them, for the median time of a
+batch of iterations, and reverses the order every round. It reports per framework the
+median of those round medians, and per comparison the median over rounds of the
+pairwise ratio dl.free / other. The table goes to stdout; the numbers go to
+benchmarks/results/<timestamp>.json and benchmarks/results/latest.json.
+
+    python benchmarks/run.py [--quick] [--only WORKLOAD ...]
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import multiprocessing
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import environment
+import worker
+from workloads import WORKLOADS
+
+FRAMEWORKS = ("dlfree", "numpy", "torch")
+OPTIONAL = {"torch"}  # skipped, with a note, when it cannot be imported
+RESULTS = Path(__file__).resolve().parent / "results"
+UNIT_SCALE = {"us": 1e6, "ms": 1e3}
+# Pause before each timed batch, so that the thread pools of the worker that ran last
+# (OpenBLAS, OpenMP) stop spinning and leave the cores to the next one.
+SETTLE_S = 0.25
+
+
+class Worker:
+    """The coordinator's handle on one worker process."""
+
+    def __init__(self, context, workload: str, framework: str):
+        self.label = f"{framework} worker for {workload}"
+        self.conn, child_conn = context.Pipe()
+        self.process = context.Process(target=worker.serve, args=(child_conn, workload, framework),
+                                       daemon=True)
+        self.process.start()
+        child_conn.close()
+
+    def receive(self):
+        try:
+            return self.conn.recv()
+        except EOFError:
+            raise RuntimeError(f"the {self.label} died; its traceback is above") from None
+
+    def median_time(self, iterations: int) -> float:
+        self.conn.send(iterations)
+        return self.receive()
+
+    def close(self) -> None:
+        with contextlib.suppress(BrokenPipeError):  # it may have died already
+            self.conn.send(None)
+        self.process.join()
+
+
+def measure(workload, mode: str) -> dict:
+    """Time one workload in every available framework; the result as JSON-ready data."""
+    plan = workload.PLANS[mode]
+    context = multiprocessing.get_context("spawn")
+    started = {fw: Worker(context, workload.NAME, fw) for fw in FRAMEWORKS}
+    workers, environments, skipped = {}, {}, {}
+    try:
+        for fw, w in started.items():
+            hello = w.receive()
+            if "unavailable" in hello and fw in OPTIONAL:
+                skipped[fw] = hello["unavailable"]
+            elif "unavailable" in hello:
+                raise RuntimeError(f"{w.label}: {hello['unavailable']}")
+            else:
+                workers[fw] = w
+                environments[fw] = hello["environment"]
+        for w in workers.values():
+            w.median_time(plan.warmup)
+        rounds = {fw: [] for fw in workers}
+        order = list(workers)
+        for r in range(plan.rounds):
+            for fw in order if r % 2 == 0 else reversed(order):
+                time.sleep(SETTLE_S)
+                rounds[fw].append(workers[fw].median_time(plan.iterations))
+    finally:
+        for w in started.values():
+            w.close()
+    return {
+        "description": workload.DESCRIPTION,
+        "unit": workload.UNIT,
+        "plan": vars(plan),
+        "frameworks": {fw: {"median_s": statistics.median(times), "round_medians_s": times,
+                            "environment": environments[fw]} for fw, times in rounds.items()},
+        "skipped": skipped,
+        "ratios": {fw: _ratio(rounds["dlfree"], rounds[fw], workload.TARGETS.get(fw))
+                   for fw in rounds if fw != "dlfree"},
+    }
+
+
+def _ratio(ours: list, theirs: list, target: float | None) -> dict:
+    """Pairwise dl.free/other ratios of the same rounds, their median and the target check."""
+    per_round = [a / b for a, b in zip(ours, theirs, strict=True)]
+    median = statistics.median(per_round)
+    return {"median": median, "min": min(per_round), "max": max(per_round),
+            "per_round": per_round, "target": target,
+            "met": None if target is None else median <= target}
+
+
+def format_table(name: str, result: dict) -> str:
+    """The human-readable report of one workload."""
+    unit, scale = result["unit"], UNIT_SCALE[result["unit"]]
+    plan = result["plan"]
+    lines = [f"{name}: {result['description']}",
+             f"  {plan['rounds']} rounds x {plan['iterations']} iterations, after "
+             f"{plan['warmup']} warm-up",
+             f"  {'framework':<10}{'median':>12}{'dlfree/x':>11}{'range over rounds':>21}"
+             f"{'target':>11}"]
+    for fw, timing in result["frameworks"].items():
+        line = f"  {fw:<10}{timing['median_s'] * scale:>9.2f} {unit:<2}"
+        ratio = result["ratios"].get(fw)
+        if ratio:
+            line += f"{ratio['median']:>10.2f}x{ratio['min']:>11.2f}x - {ratio['max']:.2f}x"
+            if ratio["target"] is not None:
+                verdict = "met" if ratio["met"] else "MISSED"
+                line += f"   <= {ratio['target']:.2f}x {verdict}"
+        lines.append(line)
+    lines += [f"  {fw:<10}skipped: {why}" for fw, why in result["skipped"].items()]
+    return "\n".join(lines)
+
+
+def format_machine(machine: dict) -> str:
+    """The machine line, with a warning when other work is already keeping the CPUs busy."""
+    line = (f"machine: {machine['cpus']} CPUs, Python {machine['python']}, 1-minute load "
+            f"{machine['load_average_1min']:.2f}"
+            + "".join(f", {k}={v}" for k, v in machine["tuning_variables"].items()))
+    if machine["load_average_1min"] >= machine["cpus"] / 2:
+        line += "\nwarning: other processes are using the CPUs; these timings are unreliable"
+    return line
+
+
+def format_libraries(results: dict) -> str:
+    """One line per framework on the libraries and thread pools its worker saw."""
+    seen = {}
+    for result in results["workloads"].values():
+        for fw, timing in result["frameworks"].items():
+            seen.setdefault(fw, timing["environment"])
+    return "\n".join(f"{fw:<8}" + ", ".join(f"{k}={v}" for k, v in env.items()
+                                            if k != "blas_config")
+                     for fw, env in seen.items())
+
+
+def write_results(results: dict) -> Path:
+    """Write the results as results/<timestamp>.json and results/latest.json."""
+    RESULTS.mkdir(exist_ok=True)
+    text = json.dumps(results, indent=2) + "\n"
+    path = RESULTS / f"{results['started']}.json"
+    path.write_text(text)
+    (RESULTS / "latest.json").write_text(text)
+    return path
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true",
+                        help="a few short rounds: a smoke test, not a measurement")
+    parser.add_argument("--only", action="append", choices=list(WORKLOADS), metavar="WORKLOAD",
+                        help=f"run only this workload (repeatable): {', '.join(WORKLOADS)}")
+    args = parser.parse_args(argv)
+    mode = "quick" if args.quick else "full"
+    results = {"started": time.strftime("%Y%m%d-%H%M%S"), "command": " ".join(sys.argv),
+               "mode": mode, "machine": environment.machine(), "workloads": {}}
+    print(format_machine(results["machine"]) + "\n", flush=True)
+    for name in dict.fromkeys(args.only or WORKLOADS):
+        result = measure(WORKLOADS[name], mode)
+        results["workloads"][name] = result
+        print(format_table(name, result) + "\n", flush=True)
+    print(format_libraries(results))
+    print(f"wrote {write_results(results)}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

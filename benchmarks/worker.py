@@ -1,0 +1,40 @@
+"""A worker process: one framework running one workload, timed on the coordinator's request.
+
+Each framework gets its own process, so that its thread pools (OpenBLAS, OpenMP) and
+its allocator never share one with another framework's (see DESIGN.md, "Performance").
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+
+import environment
+from workloads import WORKLOADS
+
+
+def serve(conn, workload_name: str, framework: str) -> None:
+    """Build the step, say hello, then answer each request `n` with a median; None stops.
+
+    The hello is {"environment": ...}, or {"unavailable": reason} when the framework
+    cannot be imported.
+    """
+    try:
+        step = WORKLOADS[workload_name].BUILDERS[framework]()
+    except ImportError as e:
+        conn.send({"unavailable": f"{type(e).__name__}: {e}"})
+        return
+    conn.send({"environment": environment.describe(framework)})
+    while (n := conn.recv()) is not None:
+        conn.send(median_time(step, n))
+
+
+def median_time(step, n: int) -> float:
+    """The median wall time of one `step()` over `n` calls, in seconds."""
+    clock = time.perf_counter
+    times = []
+    for _ in range(n):
+        start = clock()
+        step()
+        times.append(clock() - start)
+    return statistics.median(times)
