@@ -37,20 +37,20 @@ def _problem():
 
 
 def build_dlfree():
-    """Public API only: `@`, `relu`, `log_softmax`, indexing, `sub_` under `no_grad`."""
+    """Public API only, written as the torch version is: `F.linear`, `F.relu`,
+    `F.cross_entropy`, then `sub_` under `no_grad` (weights kept as (out, in))."""
     import dlfree as dl
+    import dlfree.functional as F
 
     x_np, y_np, params_np = _problem()
     x, y = dl.tensor(x_np), dl.tensor(y_np)
-    params = [dl.Parameter(p) for p in params_np]
+    params = [dl.Parameter(p.T.copy()) for p in params_np]
     w1, b1, w2, b2, w3, b3 = params
-    rows = dl.arange(BATCH)
 
     def step():
-        h = dl.relu(x @ w1 + b1)
-        h = dl.relu(h @ w2 + b2)
-        logp = dl.log_softmax(h @ w3 + b3, dim=1)
-        loss = -logp[rows, y].mean()
+        h = F.relu(F.linear(x, w1, b1))
+        h = F.relu(F.linear(h, w2, b2))
+        loss = F.cross_entropy(F.linear(h, w3, b3), y)
         loss.backward()
         with dl.no_grad():
             for p in params:

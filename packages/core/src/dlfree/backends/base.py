@@ -42,6 +42,11 @@ class Backend:
         """Add `values` into `target[index]`, summing repeated indices (in place)."""
         self.xp.add.at(target, index, values)
 
+    def add_scaled(self, target, value, alpha, subtract: bool = False) -> None:
+        """target += alpha * value (or -= with `subtract`), in place: the optimizer update."""
+        combine = self.xp.subtract if subtract else self.xp.add
+        combine(target, value * alpha, out=target, casting="same_kind")
+
     def im2col(self, image, window, batch_last: bool = False):
         """The sliding windows of `image` as columns (see `backends.im2col`)."""
         return im2col.im2col(self.xp, image, window, batch_last)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numbers
 
 from .. import dtypes
+from ..autograd.grad_mode import STATE
 from ..errors import DTypeError, ShapeError
 from ..tensor import Tensor
 
@@ -53,14 +54,26 @@ def as_tensor_like(x, like: Tensor) -> Tensor:
 
 def sum_to(grad: Tensor, shape: tuple) -> Tensor:
     """Sum a broadcast gradient back down to `shape` (the adjoint of broadcasting)."""
-    if grad.shape == shape:
+    if grad._data.shape == shape:
         return grad
+    if not STATE.enabled:  # plain backward: one array reduction, no graph nodes
+        return Tensor._make(sum_array_to(grad._data, shape), grad._device)
     lead = grad.ndim - len(shape)
     axes = tuple(range(lead)) + tuple(
         i + lead for i, s in enumerate(shape) if s == 1 and grad.shape[i + lead] != 1
     )
     out = grad.sum(dim=axes, keepdim=True) if axes else grad
     return out.reshape(shape) if out.shape != shape else out
+
+
+def sum_array_to(array, shape: tuple):
+    """`sum_to` on a backend array."""
+    lead = array.ndim - len(shape)
+    axes = tuple(range(lead)) + tuple(
+        i + lead for i, s in enumerate(shape) if s == 1 and array.shape[i + lead] != 1
+    )
+    out = array.sum(axis=axes, keepdims=True) if axes else array
+    return out.reshape(shape)
 
 
 def normalize_dim(dim: int, ndim: int, op: str) -> int:

@@ -13,6 +13,7 @@ import numbers
 
 from .. import dtypes
 from ..autograd.function import Function
+from ..autograd.grad_mode import STATE
 from ..creation import zeros, zeros_like
 from ..errors import DTypeError
 from ..tensor import Tensor
@@ -838,8 +839,26 @@ frac = _unary("frac", lambda xp, x: x - xp.trunc(x), lambda g: g,
               "input - trunc(input), with the sign of input.", uses=None, inputs="float")
 abs = _unary("abs", lambda xp, x: xp.abs(x), lambda g, x: g * sign(x),
              "Absolute value; its gradient at 0 is 0.", inputs="numeric")
-relu = _unary("relu", lambda xp, x: xp.maximum(x, 0), lambda g, y: g * sign(y),
-              "max(input, 0); its gradient at 0 is 0.", uses="y", inputs="numeric")
+class Relu(_Unary):
+    """max(input, 0); its gradient at 0 is 0."""
+
+    save_output = True
+
+    def forward(self, x):
+        return self.xp.maximum(x, 0)
+
+    def backward(self, g):
+        (y,) = self.saved_tensors
+        if STATE.enabled:  # recording: keep torch's (zero) second derivative in the graph
+            return (g * sign(y),)
+        return (Tensor._make(g._data * (y._data > 0), g._device),)  # one pass, no sign array
+
+
+@tensor_method()
+def relu(input):
+    """max(input, 0); its gradient at 0 is 0."""
+    check_kind(input, "iuf", "relu")
+    return Relu.apply(input)
 absolute = abs
 arcsin, arccos, arctan = asin, acos, atan
 Tensor.absolute = Tensor.__abs__ = Tensor.abs

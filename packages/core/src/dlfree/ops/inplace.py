@@ -162,14 +162,18 @@ def _fast_arith(kernel: str, name: str, out_of_place):
                 return commit(self, out_of_place(_snapshot(self), other), name)
             return commit(self, out_of_place(_snapshot(self), other, alpha=alpha), name)
         value = _operand(other, self)
-        if alpha is not None and alpha != 1:
-            value = value * alpha
         data = self._data
+        scaled = alpha is not None and alpha != 1
         if kernel == "true_divide" and data.dtype.kind != "f":
             raise DTypeError(f"{name}: true division of an integer tensor in place would need "
                              f"a float result; {self.dtype!r} can't hold it")
         try:
-            getattr(self._device.xp, kernel)(data, value, out=data, casting="same_kind")
+            if scaled and isinstance(other, Tensor):  # the optimizer update p -= lr * g
+                self._device.backend.add_scaled(data, value, alpha,
+                                                subtract=kernel == "subtract")
+            else:
+                value = value * alpha if scaled else value
+                getattr(self._device.xp, kernel)(data, value, out=data, casting="same_kind")
         except (TypeError, ValueError) as e:  # NumPy's casting and broadcasting errors
             out_dtype = dtypes.result_type(self, other)
             if dtypes.from_np(out_dtype).category > dtypes.from_np(data.dtype).category:

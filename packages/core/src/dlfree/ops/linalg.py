@@ -11,7 +11,7 @@ from ..autograd.function import Function
 from ..autograd.grad_mode import STATE
 from ..errors import AutogradError, DTypeError, ShapeError
 from ..tensor import Tensor
-from ._util import normalize_dim, promote, require_float, sum_to, tensor_method
+from ._util import normalize_dim, promote, require_float, sum_array_to, sum_to, tensor_method
 from .reduction import amax, amin, vector_norm
 
 __all__ = ["matmul", "mm", "bmm", "dot", "outer", "ger", "einsum", "tensordot", "norm"]
@@ -38,6 +38,12 @@ class MatMul(Function):
         da, db = self.ndims
         if da == 1 and db == 1:
             return (g * b if na else None, g * a if nb else None)
+        if da > 1 and db > 1 and not STATE.enabled:  # plain backward: two GEMMs on arrays
+            gd, dev = g._data, g._device
+            return (Tensor._make(sum_array_to(gd @ b._data.swapaxes(-1, -2), self.shapes[0]),
+                                 dev) if na else None,
+                    Tensor._make(sum_array_to(a._data.swapaxes(-1, -2) @ gd, self.shapes[1]),
+                                 dev) if nb else None)
         # lift 1-d operands to matrices so that every case is a (batched) matrix product
         if da == 1:
             g = g.unsqueeze(-2)

@@ -40,7 +40,7 @@ def _count(shape: tuple, dims: tuple) -> int:
 
 def _keep(t: Tensor, dims: tuple, keepdim: bool) -> Tensor:
     """A reduced tensor with its reduced `dims` restored as size 1 (ready to broadcast)."""
-    if keepdim or not dims:
+    if keepdim or not dims or t.ndim == 0:  # a 0-d value broadcasts as it is
         return t
     kept = list(t.shape)
     for d in dims:
@@ -83,6 +83,10 @@ class Sum(Function):
         return x.sum(axis=dims, keepdims=keepdim)
 
     def backward(self, g):
+        if g._data.ndim == 0 and not STATE.enabled:  # a full sum: fill, cheaper than a view
+            out = self.xp.empty(self.shape, dtype=g._data.dtype)
+            out[...] = g._data
+            return (Tensor._make(out, g._device),)
         return (_expand_back(g, self.shape, self.dims, self.keepdim),)
 
 
