@@ -75,59 +75,63 @@ def _check_divisor(a, b, op: str) -> None:
 
 
 # ---------------------------------------------------------- add, sub, mul, div
-class Add(Function):
+class _Broadcast(Function):
+    """A two-input op whose inputs broadcast against each other.
+
+    Subclasses write `kernel(a, b)` on arrays and `grads(g, na, nb)`, the gradients at
+    the broadcast shape (None where not needed); backward sums each back to its input.
+    """
+
     def forward(self, a, b):
         self.shapes = (a.shape, b.shape)
+        return self.kernel(a, b)
+
+    def backward(self, g):
+        na, nb = self.needs_input_grad
+        ga, gb = self.grads(g, na, nb)
+        return (sum_to(ga, self.shapes[0]) if na else None,
+                sum_to(gb, self.shapes[1]) if nb else None)
+
+
+class Add(_Broadcast):
+    def kernel(self, a, b):
         return a + b
 
-    def backward(self, g):
-        na, nb = self.needs_input_grad
-        return (sum_to(g, self.shapes[0]) if na else None,
-                sum_to(g, self.shapes[1]) if nb else None)
+    def grads(self, g, na, nb):
+        return g, g
 
 
-class Sub(Function):
-    def forward(self, a, b):
-        self.shapes = (a.shape, b.shape)
+class Sub(_Broadcast):
+    def kernel(self, a, b):
         return a - b
 
-    def backward(self, g):
-        na, nb = self.needs_input_grad
-        return (sum_to(g, self.shapes[0]) if na else None,
-                sum_to(-g, self.shapes[1]) if nb else None)
+    def grads(self, g, na, nb):
+        return g, (-g if nb else None)
 
 
-class Mul(Function):
-    def forward(self, a, b):
+class Mul(_Broadcast):
+    def kernel(self, a, b):
         na, nb = self.needs_input_grad or (False, False)
         # keep only what backward reads, so an in-place change elsewhere stays legal
         self.saves = ((0,) if nb else ()) + ((1,) if na else ())
-        self.shapes = (a.shape, b.shape)
         return a * b
 
-    def backward(self, g):
-        na, nb = self.needs_input_grad
+    def grads(self, g, na, nb):
         saved = self.saved_tensors
-        a = saved[0] if nb else None
-        b = saved[-1] if na else None
-        return (sum_to(g * b, self.shapes[0]) if na else None,
-                sum_to(g * a, self.shapes[1]) if nb else None)
+        return (g * saved[-1] if na else None), (g * saved[0] if nb else None)
 
 
-class Div(Function):
-    def forward(self, a, b):
+class Div(_Broadcast):
+    def kernel(self, a, b):
         nb = self.needs_input_grad[1] if self.needs_input_grad else False
         # the dividend is read only for the divisor's gradient (so `h.div_(2)` stays legal)
         self.saves = (0, 1) if nb else (1,)
-        self.shapes = (a.shape, b.shape)
         return a / b
 
-    def backward(self, g):
-        na, nb = self.needs_input_grad
+    def grads(self, g, na, nb):
         saved = self.saved_tensors
         a, b = saved if nb else (None, saved[0])
-        return (sum_to(g / b, self.shapes[0]) if na else None,
-                sum_to(-g * a / (b * b), self.shapes[1]) if nb else None)
+        return (g / b if na else None), (-g * a / (b * b) if nb else None)
 
 
 class RoundedDiv(Function):
@@ -267,24 +271,21 @@ def _rfloordiv(self, other):
 
 
 # -------------------------------------------------------------------- pow
-class Pow(Function):
+class Pow(_Broadcast):
     """tensor ** tensor (a Python number on either side arrives as a 0-d tensor)."""
 
     saves = (0, 1)
     save_output = True
 
-    def forward(self, a, b):
-        self.shapes = (a.shape, b.shape)
+    def kernel(self, a, b):
         return _int_power(self.xp, a, b) if a.dtype.kind == "i" else self.xp.power(a, b)
 
-    def backward(self, g):
+    def grads(self, g, na, nb):
         a, b, out = self.saved_tensors
-        na, nb = self.needs_input_grad
-        ga = gb = None
-        if na:  # torch's rule: zero wherever the exponent is 0, even at a zero base
-            ga = sum_to(where(b == 0, 0.0, g * b * a ** (b - 1)), self.shapes[0])
-        if nb:  # a**b * log(a), defined as 0 for a zero base and a non-negative exponent
-            gb = sum_to(g * where((a == 0) & (b >= 0), 0.0, out * log(a)), self.shapes[1])
+        # torch's rule: zero wherever the exponent is 0, even at a zero base
+        ga = where(b == 0, 0.0, g * b * a ** (b - 1)) if na else None
+        # a**b * log(a), defined as 0 for a zero base and a non-negative exponent
+        gb = g * where((a == 0) & (b >= 0), 0.0, out * log(a)) if nb else None
         return ga, gb
 
 
@@ -347,34 +348,28 @@ def square(input):
 
 
 # ------------------------------------------------------ remainder, fmod, atan2
-class Remainder(Function):
+class Remainder(_Broadcast):
     saves = (0, 1)
 
-    def forward(self, a, b):
-        self.shapes = (a.shape, b.shape)
+    def kernel(self, a, b):
         _check_divisor(a, b, "remainder")
         return self.xp.remainder(a, b)
 
-    def backward(self, g):
+    def grads(self, g, na, nb):
         a, b = self.saved_tensors
-        na, nb = self.needs_input_grad
-        return (sum_to(g, self.shapes[0]) if na else None,
-                sum_to(-g * div(a, b, rounding_mode="floor"), self.shapes[1]) if nb else None)
+        return g, (-g * div(a, b, rounding_mode="floor") if nb else None)
 
 
-class Fmod(Function):
+class Fmod(_Broadcast):
     saves = (0, 1)
 
-    def forward(self, a, b):
-        self.shapes = (a.shape, b.shape)
+    def kernel(self, a, b):
         _check_divisor(a, b, "fmod")
         return self.xp.fmod(a, b)
 
-    def backward(self, g):
+    def grads(self, g, na, nb):
         a, b = self.saved_tensors
-        na, nb = self.needs_input_grad
-        return (sum_to(g, self.shapes[0]) if na else None,
-                sum_to(-g * div(a, b, rounding_mode="trunc"), self.shapes[1]) if nb else None)
+        return g, (-g * div(a, b, rounding_mode="trunc") if nb else None)
 
 
 @tensor_method("remainder", "__mod__")
@@ -398,20 +393,17 @@ def fmod(input, other):
     return Fmod.apply(a, b)
 
 
-class Atan2(Function):
+class Atan2(_Broadcast):
     saves = (0, 1)
 
-    def forward(self, a, b):
-        self.shapes = (a.shape, b.shape)
+    def kernel(self, a, b):
         return self.xp.arctan2(a, b)
 
-    def backward(self, g):
+    def grads(self, g, na, nb):
         a, b = self.saved_tensors
         denom = a * a + b * b
         scale = g / where(denom == 0, 1.0, denom)  # torch's gradient at the origin is 0
-        na, nb = self.needs_input_grad
-        return (sum_to(scale * b, self.shapes[0]) if na else None,
-                sum_to(-scale * a, self.shapes[1]) if nb else None)
+        return (scale * b if na else None), (-scale * a if nb else None)
 
 
 @tensor_method()
@@ -424,19 +416,16 @@ def atan2(input, other):
 arctan2 = atan2
 
 
-class Hypot(Function):
+class Hypot(_Broadcast):
     saves = (0, 1)
     save_output = True
 
-    def forward(self, a, b):
-        self.shapes = (a.shape, b.shape)
+    def kernel(self, a, b):
         return self.xp.hypot(a, b)
 
-    def backward(self, g):
+    def grads(self, g, na, nb):
         a, b, out = self.saved_tensors
-        na, nb = self.needs_input_grad
-        return (sum_to(g * a / out, self.shapes[0]) if na else None,
-                sum_to(g * b / out, self.shapes[1]) if nb else None)
+        return (g * a / out if na else None), (g * b / out if nb else None)
 
 
 @tensor_method()
@@ -447,21 +436,18 @@ def hypot(input, other):
     return Hypot.apply(a, b)
 
 
-class Xlogy(Function):
+class Xlogy(_Broadcast):
     saves = (0, 1)
 
-    def forward(self, x, y):
-        self.shapes = (x.shape, y.shape)
+    def kernel(self, x, y):
         xp = self.xp
         return xp.where((x == 0) & ~xp.isnan(y), 0, x * xp.log(y)).astype(x.dtype, copy=False)
 
-    def backward(self, g):
+    def grads(self, g, nx, ny):
         x, y = self.saved_tensors
-        nx, ny = self.needs_input_grad
         # torch's rule: log(y), but 0 where x == 0 and y <= 0
-        return (sum_to(where((x == 0) & (y <= 0), 0.0, xlogy(g, y)), self.shapes[0])
-                if nx else None,
-                sum_to(g * x / y, self.shapes[1]) if ny else None)
+        return (where((x == 0) & (y <= 0), 0.0, xlogy(g, y)) if nx else None,
+                g * x / y if ny else None)
 
 
 @tensor_method()
@@ -472,27 +458,25 @@ def xlogy(input, other):
 
 
 # ------------------------------------------------------- maximum, minimum, ...
-class _Extremum(Function):
+class _Extremum(_Broadcast):
     """maximum/minimum: the gradient goes to the winner, halved on ties, whole to both on
     NaN (torch's rule); `beats(a, b)` says where `a` wins outright."""
 
     saves = (0, 1)
 
-    def forward(self, a, b):
-        self.shapes = (a.shape, b.shape)
-        return self.kernel(self.xp, a, b)
+    def kernel(self, a, b):
+        return self.pick(self.xp, a, b)
 
-    def backward(self, g):
+    def grads(self, g, na, nb):
         a, b = self.saved_tensors
         shared = where(a == b, g / 2, g)
-        na, nb = self.needs_input_grad
-        return (sum_to(where(self.beats(b, a), 0.0, shared), self.shapes[0]) if na else None,
-                sum_to(where(self.beats(a, b), 0.0, shared), self.shapes[1]) if nb else None)
+        return (where(self.beats(b, a), 0.0, shared) if na else None,
+                where(self.beats(a, b), 0.0, shared) if nb else None)
 
 
 class Maximum(_Extremum):
     @staticmethod
-    def kernel(xp, a, b):
+    def pick(xp, a, b):
         return xp.maximum(a, b)
 
     @staticmethod
@@ -502,7 +486,7 @@ class Maximum(_Extremum):
 
 class Minimum(_Extremum):
     @staticmethod
-    def kernel(xp, a, b):
+    def pick(xp, a, b):
         return xp.minimum(a, b)
 
     @staticmethod
@@ -510,27 +494,24 @@ class Minimum(_Extremum):
         return a < b
 
 
-class _NanExtremum(Function):
+class _NanExtremum(_Broadcast):
     """fmax/fmin: a NaN loses to a number; the whole gradient goes to the picked input
     (to `a` on ties, as in torch)."""
 
     saves = (0, 1)
 
-    def forward(self, a, b):
-        self.shapes = (a.shape, b.shape)
-        return self.kernel(self.xp, a, b)
+    def kernel(self, a, b):
+        return self.pick(self.xp, a, b)
 
-    def backward(self, g):
+    def grads(self, g, na, nb):
         a, b = self.saved_tensors
         picks_a = self.keeps(a, b) | b.isnan()
-        na, nb = self.needs_input_grad
-        return (sum_to(where(picks_a, g, 0.0), self.shapes[0]) if na else None,
-                sum_to(where(picks_a, 0.0, g), self.shapes[1]) if nb else None)
+        return where(picks_a, g, 0.0), where(picks_a, 0.0, g)
 
 
 class Fmax(_NanExtremum):
     @staticmethod
-    def kernel(xp, a, b):
+    def pick(xp, a, b):
         return xp.fmax(a, b)
 
     @staticmethod
@@ -540,7 +521,7 @@ class Fmax(_NanExtremum):
 
 class Fmin(_NanExtremum):
     @staticmethod
-    def kernel(xp, a, b):
+    def pick(xp, a, b):
         return xp.fmin(a, b)
 
     @staticmethod
