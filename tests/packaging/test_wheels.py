@@ -135,3 +135,16 @@ def test_c_a_broken_plugin_is_reported_and_skipped(venv, wheels):
     assert "PluginError" in strict.stderr and "dlfree-broken-plugin" in strict.stderr
     only = venv.run(code, DLFREE_PLUGINS="dlfree-fixture-plugin")
     assert only.stdout.strip() == "['Scale']" and "PluginWarning" not in only.stderr
+
+
+def test_cuda_extras_pull_the_matching_cupy(wheels):
+    import zipfile
+
+    with zipfile.ZipFile(wheels["dlfree"]) as wheel:
+        name = next(n for n in wheel.namelist() if n.endswith(".dist-info/METADATA"))
+        metadata = wheel.read(name).decode()
+    requires = [line for line in metadata.splitlines() if line.startswith("Requires-Dist:")]
+    assert any("cupy-cuda12x" in r and 'extra == "cuda12"' in r for r in requires)
+    assert any("cupy-cuda13x" in r and 'extra == "cuda13"' in r for r in requires)
+    assert not any("cupy" in r and "extra ==" not in r for r in requires)  # CuPy stays optional
+    assert "Provides-Extra: cuda12" in metadata and "Provides-Extra: cuda13" in metadata
