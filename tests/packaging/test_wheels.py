@@ -143,8 +143,9 @@ def test_cuda_extras_pull_the_matching_cupy(wheels):
     with zipfile.ZipFile(wheels["dlfree"]) as wheel:
         name = next(n for n in wheel.namelist() if n.endswith(".dist-info/METADATA"))
         metadata = wheel.read(name).decode()
-    requires = [line for line in metadata.splitlines() if line.startswith("Requires-Dist:")]
-    assert any("cupy-cuda12x" in r and 'extra == "cuda12"' in r for r in requires)
-    assert any("cupy-cuda13x" in r and 'extra == "cuda13"' in r for r in requires)
+    requires = [line.replace('"', "'") for line in metadata.splitlines()
+                if line.startswith("Requires-Dist:")]
+    assert any("cupy-cuda12x" in r and "extra == 'cuda12'" in r for r in requires)
+    assert any("cupy-cuda13x" in r and "extra == 'cuda13'" in r for r in requires)
     assert not any("cupy" in r and "extra ==" not in r for r in requires)  # CuPy stays optional
     assert "Provides-Extra: cuda12" in metadata and "Provides-Extra: cuda13" in metadata
