@@ -6,11 +6,14 @@ A workload module defines, without importing any framework at module level:
 * `TARGETS`: framework -> the largest dl.free/framework time ratio the project accepts;
 * `PLANS`: "full" and "quick" -> a `Plan` (how many rounds and iterations);
 * `BUILDERS`: framework ("dlfree", "numpy", "torch") -> a function that imports the
-  framework, builds fixed inputs and returns `step()`, one timed iteration.
+  framework, builds fixed inputs and returns `step()`, one timed iteration. What
+  `step()` returns (the loss, the outputs and gradients, or the updated parameters) is
+  what tests/test_bench_smoke.py compares across the three frameworks.
 
 To add a workload, write such a module and list it below.
 """
 
-from . import mlp_step, op_overhead
+from . import attention_block, cnn_step, conv2d, mlp_step, op_overhead
 
-WORKLOADS = {module.NAME: module for module in (op_overhead, mlp_step)}
+WORKLOADS = {module.NAME: module
+             for module in (op_overhead, mlp_step, cnn_step, conv2d, attention_block)}
