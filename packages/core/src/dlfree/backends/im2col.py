@@ -5,12 +5,18 @@ image is zero-padded by `pads`, and a kernel of `kernel` taps spaced `dilation` 
 steps over it by `stride`, to `grid` positions per dim. Columns are laid out as
 PyTorch's unfold lays them out: (N, C * prod(kernel), prod(grid)), channel-major, then
 the taps, then the positions.
+
+A window of stride 1 has a cheaper layout, `Shifted`: the padded image flattened so
+that each kernel tap's columns are one shifted view of it, which a GEMM reads in place.
+Convolutions then need no im2col copy (or only a few taps' worth) and no col2im at all.
 """
 
 from __future__ import annotations
 
 import itertools
 import math
+import sys
+import threading
 from typing import NamedTuple
 
 
@@ -98,3 +104,208 @@ def _landings(window: Window, dim: int) -> list:
         end = max(first, min(g, -((offset - n) // s)))
         out.append((t, slice(offset + s * first, offset + s * end, s), slice(first, end)))
     return out
+
+
+# ------------------------------------------------------------------ scratch memory
+# A large array fresh from the allocator costs a page fault per 4 KiB page: glibc hands
+# freed memory back to the system once enough of it gathers at the top of its heap, as
+# it does after each training step, and takes it back page by page in the next. So the
+# kernels' large temporaries (and the columns Conv keeps for its backward) come from a
+# per-thread pool of NumPy buffers, each reused as soon as no array refers to it any
+# more. The pool holds at most `_SCRATCH_LIMIT` bytes per thread and serves only the
+# kernels' own arrays (their results are allocated as usual); CuPy has a pool of its own.
+_SCRATCH_LIMIT = 128 << 20
+_SCRATCH_MIN = 64 << 10  # smaller arrays come from the allocator, which keeps them well
+
+
+class _Pool(threading.local):
+    """One thread's buffers (flat uint8 arrays) and the bytes they hold."""
+
+    def __init__(self):
+        self.buffers, self.held = [], 0
+
+
+_POOL = _Pool()
+
+
+def _references(buffers: list, i: int) -> int:
+    """The reference count of buffers[i], as seen from here."""
+    return sys.getrefcount(buffers[i])
+
+
+# A free buffer's count: the pool's list alone refers to it (every view of a buffer
+# keeps it as its base, so each live view adds one).
+_FREE = _references([bytearray()], 0)
+
+
+def scratch(xp, shape: tuple, dtype, zero: bool = False):
+    """An uninitialised array (zeros with `zero`) for a kernel's own use, from the pool
+    when `xp` is NumPy and the array is large; the pool drops free buffers to stay
+    within its limit, and past it gives a plain array."""
+    nbytes = math.prod(shape) * xp.dtype(dtype).itemsize
+    if xp.__name__ != "numpy" or not _SCRATCH_MIN <= nbytes <= _SCRATCH_LIMIT:
+        return (xp.zeros if zero else xp.empty)(shape, dtype=dtype)
+    pool = _POOL
+    free = [i for i in range(len(pool.buffers)) if _references(pool.buffers, i) == _FREE]
+    fits = [i for i in free if pool.buffers[i].nbytes >= nbytes]
+    if fits:
+        buffer = pool.buffers[min(fits, key=lambda i: pool.buffers[i].nbytes)]
+    else:
+        for i in sorted(free, reverse=True):  # drop free buffers until the new one fits
+            if pool.held + nbytes <= _SCRATCH_LIMIT:
+                break
+            pool.held -= pool.buffers.pop(i).nbytes
+        if pool.held + nbytes > _SCRATCH_LIMIT:
+            return (xp.zeros if zero else xp.empty)(shape, dtype=dtype)
+        buffer = xp.empty(nbytes, dtype=xp.uint8)
+        pool.buffers.append(buffer)
+        pool.held += nbytes
+    out = buffer[:nbytes].view(dtype).reshape(shape)
+    if zero:
+        out.fill(0)
+    return out
+
+
+# ------------------------------------------------------- stride 1: shifted views
+# A layout computing more than this many outputs per needed one is not worth it (the
+# discarded outputs cost GEMM time); im2col serves such windows.
+_MAX_WASTE = 2.0
+
+
+class Shifted(NamedTuple):
+    """A stride-1 `Window` over a batch of `batch` images, in the shifted layout.
+
+    The zero-padded image is stored channel-major as (C, P0, N, P1, ..., P[d-1]) and
+    each channel flattened to `length` entries, where a step along spatial dim i is
+    `steps[i]` entries. The kernel tap at offsets (t0, t1, ...) then reads, for the
+    output at flat position q, entry q + sum(t_i * dilation_i * steps[i]): its columns
+    are the image shifted by a constant, a (C, span) view with the image's row stride.
+    Outputs live on the same grid, (O, grid0, N, P1, ...); those past `grid` in dims
+    1.. are computed and dropped, and `span` columns reach the last one needed.
+    """
+
+    window: Window
+    batch: int
+    steps: tuple
+    length: int
+    span: int
+
+    @classmethod
+    def of(cls, window: Window, batch: int):
+        """The layout of `window`, or None where it does not apply or cannot help: a
+        stride above 1, an empty batch or grid, a kernel of one tap (whose columns are
+        the image itself), or too many discarded outputs (more than `_MAX_WASTE` per
+        kept one)."""
+        padded, grid = window.padded, window.grid
+        if batch == 0 or any(s != 1 for s in window.stride) or 0 in grid or \
+                math.prod(window.kernel) == 1 or \
+                math.prod(padded[1:]) > _MAX_WASTE * math.prod(grid[1:]):
+            return None
+        steps = [math.prod(padded[i + 1:]) for i in range(len(padded))]
+        steps[0] *= batch
+        span = 1 + (batch - 1) * math.prod(padded[1:]) + sum(
+            (g - 1) * s for g, s in zip(grid, steps, strict=True))
+        return cls(window, batch, tuple(steps), padded[0] * steps[0], span)
+
+    def offsets(self, dims: range) -> list:
+        """The column shift of every tap over kernel `dims`, in row-major tap order."""
+        w = self.window
+        shifts = [0]
+        for i in dims:
+            shifts = [s + t * w.dilation[i] * self.steps[i]
+                      for s in shifts for t in range(w.kernel[i])]
+        return shifts
+
+    def image(self, xp, image, groups: int, into=None):
+        """(N, C, *size) images as a (groups, C / groups, length) stack: padded, in this
+        layout; written into `into` (a view of that shape) when given."""
+        w, (n, c) = self.window, image.shape[:2]
+        out = scratch(xp, (groups, c // groups, self.length), image.dtype) if into is None \
+            else into
+        padded = out.reshape((groups, c // groups, w.padded[0], self.batch) + w.padded[1:])
+        interior = (slice(None),) + self._interior()
+        _zero_around(padded, interior)
+        padded[interior] = _channel_row_major(
+            image.reshape((n, groups, c // groups) + image.shape[2:]), 2)
+        return out
+
+    def columns(self, xp, image, groups: int, inner: int):
+        """The columns of `image` for one GEMM per outer tap: a (groups, K, length)
+        stack of matrices, and the shift of each outer tap, which gives that tap's
+        columns.
+
+        The taps of the `inner` trailing kernel dims are copied into the rows (each with
+        its shift applied, from the first, which is the image itself), so K is their
+        number times C / groups; the other, outer taps are shifted views. A copy
+        shifted by s leaves its last s columns unset: no outer tap reaches them.
+        """
+        d, c = len(self.window.kernel), image.shape[1] // groups
+        outer = self.offsets(range(d - inner))
+        copied = self.offsets(range(d - inner, d))
+        rows = scratch(xp, (groups, len(copied), c, self.length), image.dtype)
+        self.image(xp, image, groups, into=rows[:, 0])
+        for i, shift in enumerate(copied[1:], 1):
+            rows[:, i, :, :self.length - shift] = rows[:, 0, :, shift:]
+        return rows.reshape(groups, len(copied) * c, self.length), outer
+
+    def add_taps(self, xp, taps, shifts: list):
+        """Images from per-tap column blocks: `taps` (groups, T, C / groups, span) added
+        at their `shifts`, the padding dropped (the adjoint of `columns`), as (N, C, *size)."""
+        w = self.window
+        groups, _, c, span = taps.shape
+        flat = scratch(xp, (groups, c, self.length), taps.dtype, True)
+        for i, shift in enumerate(shifts):
+            flat[:, :, shift:shift + span] += taps[:, i]
+        flat = flat.reshape((groups * c, w.padded[0], self.batch) + w.padded[1:])
+        return xp.ascontiguousarray(flat[self._interior()].swapaxes(0, 2).swapaxes(1, 2))
+
+    def grid(self, xp, values):
+        """(N, O, *grid) outputs (or their gradients) as an (O, grid0 * steps[0]) matrix in
+        this layout, with zeros at the positions that are dropped."""
+        w, o = self.window, values.shape[1]
+        flat = scratch(xp, (o, w.grid[0], self.batch) + w.padded[1:], values.dtype)
+        kept = self._kept()
+        _zero_around(flat, kept)
+        flat[kept] = _channel_row_major(values)
+        return flat.reshape(o, w.grid[0] * self.steps[0])
+
+    def ungrid(self, xp, matrix, bias=None):
+        """An (O, grid0 * steps[0]) matrix in this layout as (N, O, *grid) outputs, plus
+        `bias` (per output channel) when given."""
+        w, o = self.window, matrix.shape[0]
+        kept = matrix.reshape((o, w.grid[0], self.batch) + w.padded[1:])[self._kept()]
+        kept = kept.swapaxes(0, 2).swapaxes(1, 2)  # (O, g0, N, *rest) -> (N, O, g0, *rest)
+        if bias is None:
+            return xp.ascontiguousarray(kept)
+        out = xp.empty(kept.shape, dtype=matrix.dtype)
+        xp.add(kept, bias.reshape((o,) + (1,) * len(w.grid)), out=out)
+        return out
+
+    def _interior(self) -> tuple:
+        """The index of the unpadded images in the (C, P0, N, P1, ...) view."""
+        (lo0, _), *pads = self.window.pads
+        size0, *size = self.window.size
+        return (slice(None), slice(lo0, lo0 + size0), slice(None)) + tuple(
+            slice(lo, lo + n) for n, (lo, _) in zip(size, pads, strict=True))
+
+    def _kept(self) -> tuple:
+        """The index of the outputs kept, in the (O, grid0, N, P1, ...) view."""
+        return (slice(None),) * 3 + tuple(slice(0, g) for g in self.window.grid[1:])
+
+
+def _channel_row_major(image, channel_dims: int = 1):
+    """(N, *channels, S0, *rest) as a (*channels, S0, N, *rest) view, for `channel_dims`
+    channel axes."""
+    order = (*range(1, channel_dims + 2), 0, *range(channel_dims + 2, image.ndim))
+    return image.transpose(order)
+
+
+def _zero_around(a, index: tuple) -> None:
+    """Zero every entry of `a` outside `index`, a slice per axis: its border slabs."""
+    for axis, part in enumerate(index):
+        start, stop, _ = part.indices(a.shape[axis])
+        lead = (slice(None),) * axis
+        if start:
+            a[lead + (slice(0, start),)] = 0
+        if stop < a.shape[axis]:
+            a[lead + (slice(stop, None),)] = 0

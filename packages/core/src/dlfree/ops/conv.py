@@ -1,11 +1,17 @@
 """Convolutions (1-d, 2-d, 3-d, transposed), unfold/fold and padding.
 
-A convolution is im2col and one GEMM (batched over the groups), and so are its duals,
-which give its gradients: a convolution y = Conv(x, w), its input gradient ConvTranspose
-(one GEMM, then col2im) and its weight gradient ConvWeight (im2col, then one GEMM over
-the batch and the positions). The three are one trilinear form read three ways, so each
-one's gradients are the other two, and every derivative of any order is again one of
-them. `unfold` and `fold` are im2col and col2im on their own, each the other's adjoint.
+A convolution is a GEMM (batched over the groups) of the weights and its input's columns,
+and so are its duals, which give its gradients: a convolution y = Conv(x, w), its input
+gradient ConvTranspose and its weight gradient ConvWeight (a GEMM over the batch and the
+positions). The three are one trilinear form read three ways, so each one's gradients
+are the other two, and every derivative of any order is again one of them.
+
+The columns come in one of two layouts. im2col copies every window out, (C * K, N * L),
+for a single GEMM, and col2im adds them back. A window of stride 1 has the shifted layout
+(`backends.im2col.Shifted`) instead, in which each kernel tap's columns are a shifted
+view of the padded image: a GEMM per tap, after the taps of the last kernel dims are
+copied into the rows to make it deep enough, sums to the result with far less copying.
+`unfold` and `fold` are im2col and col2im on their own, each the other's adjoint.
 """
 
 from __future__ import annotations
@@ -14,7 +20,7 @@ import math
 import numbers
 
 from ..autograd.function import Function
-from ..backends.im2col import Window
+from ..backends.im2col import Shifted, Window, scratch
 from ..errors import DTypeError, ShapeError
 from ._util import require_float
 
@@ -46,13 +52,76 @@ class Fold(Function):
 
 
 # ------------------------------------------------------- a convolution and its duals
-# They work on channel-major matrices, (C, N * L) and (C * K, N * L), so that one GEMM
-# (per group) serves the whole batch.
+# They work on channel-major matrices, (C, N * L) and (C * K, N * L), or their shifted
+# layout, so that one GEMM (per group and tap) serves the whole batch.
 def _channels_first(xp, a, groups: int):
     """(N, C, *grid) as a contiguous (groups, C / groups, N * L) stack of matrices."""
     n, c = a.shape[:2]
     matrix = xp.ascontiguousarray(a.swapaxes(0, 1))
     return matrix.reshape(groups, c // groups, n * math.prod(a.shape[2:]))
+
+
+def _rows_order(d: int, inner: int) -> tuple:
+    """The axes of (groups, O/groups, C/groups, *kernel) weights in `_weight_rows`' order:
+    the outer kernel dims, the groups, the output channels, the inner kernel dims, the
+    input channels."""
+    return (*range(3, 3 + d - inner), 0, 1, *range(3 + d - inner, 3 + d), 2)
+
+
+def _weight_rows(w, groups: int, inner: int):
+    """(O, C/groups, *kernel) weights as an (outer taps, groups, O/groups, K) stack: for
+    each tap of the leading kernel dims, the rows multiplying the columns, which hold the
+    taps of the `inner` trailing kernel dims and then the channels."""
+    o, c, kernel = w.shape[0], w.shape[1], w.shape[2:]
+    d = len(kernel)
+    w = w.reshape((groups, o // groups, c) + kernel).transpose(_rows_order(d, inner))
+    return w.reshape(math.prod(kernel[:d - inner]), groups, o // groups, -1)
+
+
+def _weight_from_rows(rows, shape: tuple, groups: int, inner: int):
+    """`_weight_rows`' inverse: the stack back as (O, C/groups, *kernel) weights."""
+    o, c, kernel = shape[0], shape[1], shape[2:]
+    d = len(kernel)
+    split = kernel[:d - inner] + (groups, o // groups) + kernel[d - inner:] + (c,)
+    order = _rows_order(d, inner)
+    back = sorted(range(len(order)), key=order.__getitem__)
+    return rows.reshape(split).transpose(back).reshape(shape)
+
+
+# Taps copied into the rows of one GEMM until its inner dimension reaches this depth:
+# below it the GEMMs run slowly and the partial sums cost more than the copy.
+_MIN_DEPTH = 128
+# What the shifted layout costs next to im2col, per output position and in units of the
+# time im2col takes to copy one entry out (strided): a contiguous copy takes about half
+# of that, adding an entry of a partial sum a third, a multiply-add a fiftieth (measured
+# with NumPy and OpenBLAS on x86; only the ratios matter).
+_COPY_COST, _ADD_COST, _MULTIPLY_ADD_COST = 0.47, 0.33, 0.02
+
+
+def _inner_dims(channels: int, kernel: tuple) -> int:
+    """How many trailing kernel dims the shifted layout copies into the GEMM's rows: the
+    last one (copying it costs little more than the image's own layout change, and its
+    taps deepen the GEMM), then as many more as it takes the depth, the taps copied times
+    `channels`, to reach `_MIN_DEPTH`."""
+    d = len(kernel)
+    inner = 1
+    while inner < d and channels * math.prod(kernel[d - inner:]) < _MIN_DEPTH:
+        inner += 1
+    return inner
+
+
+def _shifted_pays(layout, channels: int, out_channels: int, inner: int) -> bool:
+    """Whether the shifted layout beats im2col for a convolution of `channels` to
+    `out_channels` (per group) under `layout`, by the costs above: it copies only the
+    inner taps, but adds partial sums and computes `waste` times the outputs needed."""
+    window = layout.window
+    taps = math.prod(window.kernel)
+    copied = math.prod(window.kernel[len(window.kernel) - inner:])
+    waste = layout.span / (layout.batch * math.prod(window.grid))
+    shifted = waste * (_COPY_COST * copied * channels
+                       + _ADD_COST * (taps // copied - 1) * out_channels)
+    shifted += _MULTIPLY_ADD_COST * (waste - 1) * out_channels * taps * channels
+    return shifted < taps * channels
 
 
 def _columns(backend, x, window, groups: int):
@@ -61,42 +130,124 @@ def _columns(backend, x, window, groups: int):
     return columns.reshape(groups, columns.shape[0] // groups, columns.shape[1])
 
 
-class Conv(Function):
-    """y = x ⋆ w: (N, C, *size) images and (O, C/groups, *kernel) weights to (N, O, *grid)."""
+class _Columns:
+    """The columns of images `x` under a window, for a convolution to `out_channels`, in
+    the layout that serves it best: what Conv multiplies by the weights and ConvWeight
+    by the output gradient."""
 
-    def forward(self, x, w, window, groups):
-        nx, nw = self.needs_input_grad or (False, False)
+    def __init__(self, device, x, window, groups: int, out_channels: int):
+        self.xp, self.window, self.groups = device.xp, window, groups
+        channels = x.shape[1] // groups
+        self.layout = Shifted.of(window, x.shape[0]) if channels else None
+        if self.layout is not None:
+            self.inner = _inner_dims(channels, window.kernel)
+            if not _shifted_pays(self.layout, channels, out_channels // groups, self.inner):
+                self.layout = None
+        if self.layout is None:
+            self.matrix = _columns(device.backend, x, window, groups)
+        else:
+            self.matrix, self.outer = self.layout.columns(self.xp, x, groups, self.inner)
+
+    def convolve(self, w, bias=None):
+        """x ⋆ w (+ bias, one per output channel) as (N, O, *grid)."""
+        xp, groups, layout = self.xp, self.groups, self.layout
+        out_channels = w.shape[0]
+        if layout is None:
+            y = w.reshape(groups, out_channels // groups, -1) @ self.matrix
+            y = y.reshape((out_channels, -1) + self.window.grid).swapaxes(0, 1)
+            if bias is None:
+                return xp.ascontiguousarray(y)
+            out = xp.empty(y.shape, dtype=y.dtype)
+            return xp.add(y, bias.reshape((-1,) + (1,) * len(self.window.grid)), out=out)
+        rows = _weight_rows(w, groups, self.inner)
+        span = layout.span
+        out = scratch(xp, (groups, out_channels // groups, self.window.grid[0] * layout.steps[0]),
+                      w.dtype)
+        total = out[:, :, :span]
+        xp.matmul(rows[0], self.matrix[:, :, :span], out=total)
+        if len(self.outer) > 1:  # the partial sums of the other taps
+            part = scratch(xp, total.shape, w.dtype)
+            for tap, shift in zip(rows[1:], self.outer[1:], strict=True):
+                xp.matmul(tap, self.matrix[:, :, shift:shift + span], out=part)
+                total += part
+        return layout.ungrid(xp, out.reshape(out_channels, -1), bias)
+
+    def weight_grad(self, y, shape: tuple):
+        """The gradient of the weights, of `shape`, for the output gradient `y`."""
+        xp, groups, layout = self.xp, self.groups, self.layout
+        if layout is None:
+            w = _channels_first(xp, y, groups) @ self.matrix.transpose(0, 2, 1)
+            return w.reshape(shape)
+        span = layout.span
+        grads = layout.grid(xp, y).reshape(groups, shape[0] // groups, -1)[:, :, :span]
+        # each tap's (K, O/groups) block: this orientation of the long product runs faster
+        rows = xp.empty((len(self.outer), groups, self.matrix.shape[1], shape[0] // groups),
+                        dtype=y.dtype)
+        for i, shift in enumerate(self.outer):
+            xp.matmul(self.matrix[:, :, shift:shift + span], grads.swapaxes(1, 2), out=rows[i])
+        return _weight_from_rows(rows.swapaxes(2, 3), shape, groups, self.inner)
+
+
+def _adjoint_window(window: Window):
+    """The stride-1 window whose convolution with the flipped kernel is the adjoint of a
+    stride-1 convolution under `window` (its input gradient), or None when a stride is
+    not 1 or that window would need negative padding."""
+    if any(s != 1 for s in window.stride):
+        return None
+    pads = []
+    for n, g, k, dl, (lo, _) in zip(window.size, window.grid, window.kernel, window.dilation,
+                                    window.pads, strict=True):
+        before = dl * (k - 1) - lo
+        pads.append((before, n - g + dl * (k - 1) - before))
+    if any(lo < 0 or hi < 0 for lo, hi in pads):
+        return None
+    return Window(window.grid, window.kernel, window.dilation, window.stride, tuple(pads),
+                  window.size)
+
+
+def _adjoint_weight(xp, w, groups: int):
+    """(O, C/groups, *k) weights as the (C, O/groups, *k) weights of the adjoint
+    convolution: each group's matrix transposed, the kernel flipped."""
+    o, c, kernel = w.shape[0], w.shape[1], w.shape[2:]
+    w = w.reshape((groups, o // groups, c) + kernel).swapaxes(1, 2)
+    w = w.reshape((groups * c, o // groups) + kernel)
+    return xp.flip(w, axis=tuple(range(2, 2 + len(kernel))))
+
+
+class Conv(Function):
+    """y = x ⋆ w (+ b): (N, C, *size) images, (O, C/groups, *kernel) weights and an
+    optional (O,) bias to (N, O, *grid)."""
+
+    def forward(self, x, w, *bias, window, groups):
+        nx, nw = (self.needs_input_grad or (False, False))[:2]
         self.saves = ((0,) if nw else ()) + ((1,) if nx else ())
         self.window, self.groups = window, groups
-        out_channels = w.shape[0]
-        columns = _columns(self.device.backend, x, window, groups)
-        if nw:  # the weight gradient multiplies them again; keeping them saves an im2col
+        columns = _Columns(self.device, x, window, groups, w.shape[0])
+        if nw:  # the weight gradient multiplies them again; keeping them saves a copy
             self.columns = columns
-        y = w.reshape(groups, out_channels // groups, -1) @ columns
-        y = y.reshape((out_channels, x.shape[0]) + window.grid)
-        return self.xp.ascontiguousarray(y.swapaxes(0, 1))
+        return columns.convolve(w, *bias)
 
     def backward(self, g):
-        nx, nw = self.needs_input_grad
+        nx, nw, *nb = self.needs_input_grad
         saved = self.saved_tensors
         x, w = saved[0] if nw else None, saved[-1] if nx else None
         params = {"window": self.window, "groups": self.groups}
-        return (ConvTranspose.apply(g, w, **params) if nx else None,
-                ConvWeight.apply(x, g, columns=self.columns, **params) if nw else None)
+        grads = (ConvTranspose.apply(g, w, **params) if nx else None,
+                 ConvWeight.apply(x, g, columns=self.columns, **params) if nw else None)
+        if not nb:
+            return grads
+        return grads + (g.sum(dim=(0, *range(2, g.ndim))) if nb[0] else None,)
 
 
 class ConvTranspose(Function):
-    """Conv's adjoint in x, applied to y: W^T @ y per group, then col2im."""
+    """Conv's adjoint in x, applied to y: W^T @ y per group, then col2im (see
+    `_convolve_transposed` for the faster ways that stride 1 allows)."""
 
     def forward(self, y, w, window, groups):
         ny, nw = self.needs_input_grad or (False, False)
         self.saves = ((0,) if nw else ()) + ((1,) if ny else ())
         self.window, self.groups = window, groups
-        w_t = w.reshape(groups, w.shape[0] // groups, -1).transpose(0, 2, 1)
-        columns = w_t @ _channels_first(self.xp, y, groups)
-        taps = columns.shape[0] * columns.shape[1]
-        return self.device.backend.col2im(columns.reshape(taps, columns.shape[2]), window,
-                                          batch_last=True)
+        return _convolve_transposed(self.device, y, w, window, groups)
 
     def backward(self, g):
         ny, nw = self.needs_input_grad
@@ -107,18 +258,47 @@ class ConvTranspose(Function):
                 ConvWeight.apply(g, y, **params) if nw else None)
 
 
+def _convolve_transposed(device, y, w, window, groups: int):
+    """(N, O, *grid) y times Conv's adjoint in x, for (O, C/groups, *kernel) weights w.
+
+    With stride 1 it takes one of two shapes. When the images have fewer channels than
+    y (per group), W^T @ y gives each tap's columns in the shifted layout, which
+    are added at their shifts (col2im, but with contiguous adds). Otherwise it is a
+    convolution of y with the flipped, transposed kernel, which copies y's columns
+    instead: fewer of them in that case. Other strides take W^T @ y and col2im.
+    """
+    xp, d = device.xp, len(window.kernel)
+    out_channels, channels = w.shape[0] // groups, w.shape[1]
+    layout = Shifted.of(window, y.shape[0]) if w.size else None
+    if layout is not None and channels < out_channels:
+        rows = _weight_rows(w, groups, d)[0].swapaxes(1, 2)  # (groups, T * C/g, O/g)
+        grads = layout.grid(xp, y).reshape(groups, out_channels, -1)[:, :, :layout.span]
+        taps = xp.matmul(rows, grads, out=scratch(xp, rows.shape[:2] + grads.shape[2:], y.dtype))
+        taps = taps.reshape(groups, -1, channels, layout.span)
+        return layout.add_taps(xp, taps, layout.offsets(range(d)))
+    adjoint = _adjoint_window(window) if w.size else None
+    if adjoint is not None and Shifted.of(adjoint, y.shape[0]) is not None:
+        columns = _Columns(device, y, adjoint, groups, channels * groups)
+        return columns.convolve(_adjoint_weight(xp, w, groups))
+    w_t = w.reshape(groups, out_channels, -1).transpose(0, 2, 1)
+    columns = w_t @ _channels_first(xp, y, groups)
+    taps = columns.shape[0] * columns.shape[1]
+    return device.backend.col2im(columns.reshape(taps, columns.shape[2]), window,
+                                 batch_last=True)
+
+
 class ConvWeight(Function):
     """Conv's adjoint in w, applied to y: y @ columns(x)^T per group, which sums over the
-    batch and the positions in one GEMM; `columns` may come ready from Conv's forward."""
+    batch and the positions in one GEMM (one per outer tap in the shifted layout);
+    `columns` may come ready from Conv's forward."""
 
     def forward(self, x, y, window, groups, columns=None):
         nx, ny = self.needs_input_grad or (False, False)
         self.saves = ((0,) if ny else ()) + ((1,) if nx else ())
         self.window, self.groups = window, groups
         if columns is None:
-            columns = _columns(self.device.backend, x, window, groups)
-        w = _channels_first(self.xp, y, groups) @ columns.transpose(0, 2, 1)
-        return w.reshape((y.shape[1], x.shape[1] // groups) + window.kernel)
+            columns = _Columns(self.device, x, window, groups, y.shape[1])
+        return columns.weight_grad(y, (y.shape[1], x.shape[1] // groups) + window.kernel)
 
     def backward(self, g):
         nx, ny = self.needs_input_grad
@@ -230,8 +410,9 @@ def _conv(op, d, input, weight, bias, stride, padding, dilation, groups):
     dilation = _ints(dilation, d, "dilation", op, 1)
     pads = _conv_pads(op, padding, d, kernel, dilation, stride)
     window = _window(op, tuple(x.shape[2:]), kernel, dilation, stride, pads)
-    out = Conv.apply(x, weight, window=window, groups=groups)
-    return _finish(out, bias, d, unbatched)
+    operands = (x, weight) if bias is None else (x, weight, bias)
+    out = Conv.apply(*operands, window=window, groups=groups)
+    return out.squeeze(0) if unbatched else out
 
 
 def conv1d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):

@@ -138,12 +138,124 @@ def _max_over(input: Tensor, taps: list):
     return values.reshape(lead + out_shape), _tensor(index.reshape(lead + out_shape), input)
 
 
+# Windows that tile the input (kernel == stride, no padding or dilation) need no gather:
+# the input seen as (..., out0, k0, out1, k1, ...) holds each window's taps at fixed
+# offsets, so every tap is a strided view and the max is taken tap by tap.
+def _tiles(a, kernel: tuple, out: tuple):
+    """The part of `a` that `out` windows of `kernel` tile, as (..., o0, k0, o1, k1, ...)."""
+    d = len(kernel)
+    covered = a[(Ellipsis,) + tuple(slice(0, o * k) for o, k in zip(out, kernel, strict=True))]
+    split = tuple(n for o, k in zip(out, kernel, strict=True) for n in (o, k))
+    return covered.reshape(a.shape[:-d] + split)
+
+
+def _tile_taps(tiles, d: int) -> list:
+    """Each tap of the windows of `_tiles`, in row-major order, as an (..., o0, o1, ...)
+    view."""
+    lead = (slice(None),) * (tiles.ndim - 2 * d)
+    views = [tiles]
+    for a in range(d):  # fix the tap offset along each spatial axis in turn
+        views = [v[lead + (slice(None),) * a + (slice(None), t)]
+                 for v in views for t in range(tiles.shape[tiles.ndim - 2 * d + 2 * a + 1])]
+    return views
+
+
+def _tile_argmax(xp, x, kernel: tuple, out: tuple):
+    """The max of each tiling window of array `x` and which tap holds it: the first
+    maximum, or the last NaN (as torch's kernels, which move on to any greater or NaN).
+
+    The first maximum's tap is the number of leading taps that all differ from the max,
+    which counts up in whole-array passes.
+    """
+    taps = _tile_taps(_tiles(x, kernel, out), len(kernel))
+    best = taps[0].copy()
+    for tap in taps[1:]:
+        xp.maximum(best, tap, out=best)  # a window with a NaN gets NaN, as in torch
+    missed = xp.not_equal(taps[0], best)
+    pick = missed.astype(xp.uint8 if len(taps) <= 256 else _INT64)
+    differs = xp.empty(best.shape, dtype=bool)
+    for tap in taps[1:-1]:
+        missed &= xp.not_equal(tap, best, out=differs)
+        pick += missed
+    if x.dtype.kind == "f":
+        nan = xp.isnan(best)
+        if nan.any():
+            for i, tap in enumerate(taps):
+                pick[nan & xp.isnan(tap)] = i
+    return best, pick
+
+
+def _tile_index(xp, pick, kernel: tuple, size: tuple):
+    """PyTorch's flat per-plane index of the picked tap of each tiling window."""
+    d = len(kernel)
+    index = 0
+    for a in range(d):
+        tap = pick // math.prod(kernel[a + 1:]) % kernel[a]
+        start = xp.arange(pick.shape[pick.ndim - d + a]) * kernel[a]
+        index = index * size[a] + tap + start.reshape((-1,) + (1,) * (d - 1 - a))
+    return index.astype(_INT64)
+
+
+def _route(xp, views: list, values, pick) -> None:
+    """Write `values` into the view of each one's `pick`ed tap, and 0 into the others."""
+    if values.dtype.kind != "f" or xp.isfinite(values).all():  # then times 0 or 1 is exact
+        for i, view in enumerate(views):
+            xp.multiply(values, pick == i, out=view)
+        return
+    for i, view in enumerate(views):
+        view[...] = 0
+        xp.copyto(view, values, where=pick == i)
+
+
+class _TilePick(Function):
+    """The `pick`ed tap of each tiling window of `kernel` (a gather); `values` are the
+    result when the caller has them already. Its adjoint is `_TilePlace`."""
+
+    def forward(self, x, kernel, pick, values=None):
+        self.kernel, self.pick, self.size = kernel, pick, x.shape[-len(kernel):]
+        if values is not None:
+            return values
+        out = self.xp.zeros(pick.shape, dtype=x.dtype)
+        taps = _tile_taps(_tiles(x, kernel, pick.shape[-len(kernel):]), len(kernel))
+        for i, tap in enumerate(taps):
+            self.xp.copyto(out, tap, where=pick == i)
+        return out
+
+    def backward(self, g):
+        return (_TilePlace.apply(g, kernel=self.kernel, pick=self.pick, size=self.size),)
+
+
+class _TilePlace(Function):
+    """Zeros of the input's spatial `size` with each entry of g at the `pick`ed tap of
+    its tiling window (a scatter without repeats); its adjoint is `_TilePick`."""
+
+    def forward(self, g, kernel, pick, size):
+        self.kernel, self.pick = kernel, pick
+        d = len(kernel)
+        covered = all(o * k == n for o, k, n in zip(g.shape[-d:], kernel, size, strict=True))
+        out = (self.xp.empty if covered else self.xp.zeros)(g.shape[:-d] + size, dtype=g.dtype)
+        _route(self.xp, _tile_taps(_tiles(out, kernel, g.shape[-d:]), d), g, pick)
+        return out
+
+    def backward(self, gg):
+        return (_TilePick.apply(gg, kernel=self.kernel, pick=self.pick),)
+
+
 def _max_pool(op, d, input, kernel_size, stride, padding, dilation, ceil_mode,
               return_indices):
     kernel, stride, padding, dilation = _pool_args(op, input, d, kernel_size, stride,
                                                    padding, dilation)
     xp = input._device.xp
     shape = tuple(input.shape)
+    if stride == kernel and not any(padding) and dilation == (1,) * d:
+        out = tuple(_out_size(op, shape, n, k, k, 0, 1, ceil_mode)
+                    for n, k in zip(shape[-d:], kernel, strict=True))
+        if all(o * k <= n for o, k, n in zip(out, kernel, shape[-d:], strict=True)):
+            values, pick = _tile_argmax(xp, input._data, kernel, out)
+            values = _TilePick.apply(input, kernel=kernel, pick=pick, values=values)
+            if not return_indices:
+                return values
+            return values, _tensor(_tile_index(xp, pick, kernel, shape[-d:]), input)
     taps = []
     for k, s, p, dil, n in zip(kernel, stride, padding, dilation, shape[-d:], strict=True):
         out = _out_size(op, shape, n, k, s, p, dil, ceil_mode)
