@@ -43,8 +43,18 @@ MASK = Bool((4, 6))
 DEAD_ROW = Fixed([[True, False, True, True, False, True], [False] * 6,
                   [True] * 6, [False, True, False, False, False, True]], dtype=bool)
 
+def _heads_from_projection(m, qkv):
+    """q, k, v split from one (B, L, 3 * H * E) projection and viewed as (B, H, L, E):
+    strided, non-contiguous heads, as in a transformer block."""
+    q, k, v = qkv.split(8, dim=-1)
+    heads = [t.reshape(2, 5, 2, 4).transpose(1, 2) for t in (q, k, v)]
+    return composed(m, *heads, is_causal=True).transpose(1, 2).reshape(2, 5, 8)
+
+
 CASES = [
     Case("sdpa", lambda m, q, k, v: sdpa(m, q, k, v), [Q, K, V]),
+    Case("sdpa_heads_split_from_projection", _heads_from_projection, [(2, 5, 24)],
+         gradgrad=True),
     Case("sdpa_3d", lambda m, q, k, v: sdpa(m, q, k, v), [(3, 4, 8), (3, 6, 8), (3, 6, 8)],
          gradgrad=True),
     Case("sdpa_2d", lambda m, q, k, v: sdpa(m, q, k, v), [(4, 8), (6, 8), (6, 5)]),

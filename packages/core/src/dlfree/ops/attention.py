@@ -29,6 +29,12 @@ class Attention(Function):
     keys, so each half is computed over the keys it can see (a quarter less work). Backward
     is fused on arrays: dV = Pᵀ dO, dS = P ⊙ (dO Vᵀ − rowsum(dO ⊙ O)), dQ = dS K·scale,
     dK = dSᵀ Q·scale; under create_graph the same formulas run as Tensor ops.
+
+    Products are written straight into their results (no concatenation, no zero-filled
+    accumulators), and each result takes the memory layout of the input it belongs to: for
+    heads split from one projection, `x.view(B, L, H, E).transpose(1, 2)`, the output and
+    the gradients are laid out as (B, L, H, E) too, so that transposing back and merging
+    the heads is a view, not a copy (torch's CPU kernel does the same for its output).
     """
 
     saves = (0, 1, 2)
@@ -41,23 +47,25 @@ class Attention(Function):
         k, v = _repeat_heads(xp, k, groups), _repeat_heads(xp, v, groups)
         spans = _spans(q.shape[-2], k.shape[-2], causal)
         bounded = not mask and _scores_bounded(xp, q, k, scale)
-        scaled = q * q.dtype.type(scale)
-        probs, dead, outs = [], [], []
+        extras = [e for e in (bias, *mask) if e is not None]
+        batch = tuple(broadcast_shapes(*[a.shape[:-2] for a in (q, k, v, *extras)]))
+        out = _empty_like_layout(xp, q, batch + (q.shape[-2], v.shape[-1]))
+        probs, dead = [], []
         for rows, keys in spans:
-            scores = scaled[..., rows, :] @ xp.swapaxes(k[..., :keys, :], -1, -2)
-            for extra in (bias, *mask):
-                if extra is not None:
-                    scores = _add(scores, extra[..., rows, :keys] if causal else extra)
-            p, d = _softmax(xp, scores, bias is not None or bool(mask), bounded)
+            scores = q[..., rows, :] @ xp.swapaxes(k[..., :keys, :], -1, -2)
+            scores *= scores.dtype.type(scale)
+            for extra in extras:
+                scores = _add(scores, extra[..., rows, :keys] if causal else extra)
+            p, d = _softmax(xp, scores, bool(extras), bounded)
             kept = p if dropout is None else p * dropout[..., rows, :keys]
-            outs.append(kept @ v[..., :keys, :])
+            xp.matmul(kept, v[..., :keys, :], out=out[..., rows, :])
             probs.append(p)
             dead.append(d)
         if self.needs_input_grad:
             # only a single span can have dead rows: every causal row sees its first key
             self.spans, self.probs, self.dead, self.scale = spans, probs, dead[0], scale
-            self.bias, self.dropout, self.groups = bias, dropout, groups
-        return outs[0] if len(outs) == 1 else xp.concatenate(outs, axis=-2)
+            self.bias, self.dropout, self.groups, self.batch = bias, dropout, groups, batch
+        return out
 
     def backward(self, g):
         q, k, v, *rest = self.saved_tensors
@@ -74,27 +82,34 @@ class Attention(Function):
         return result
 
     def _fused_backward(self, g, q, k, v, out) -> tuple:
+        """The gradients on arrays. The span that sees the most keys goes first and writes dK
+        and dV; the other span adds into their leading rows. dS is the last span's (a float
+        mask, the only user of it, means a single span)."""
         xp = self.xp
         go, out, q = g._data, out._data, q._data
         k, v = _repeat_heads(xp, k._data, self.groups), _repeat_heads(xp, v._data, self.groups)
-        n_keys = k.shape[-2]
-        dqs, dk, dv = [], None, None
-        for (rows, keys), probs in zip(self.spans, self.probs, strict=True):
+        batch = self.batch
+        dq = _empty_like_layout(xp, q, batch + q.shape[-2:])
+        dk = _empty_like_layout(xp, k, batch + k.shape[-2:])
+        dv = _empty_like_layout(xp, v, batch + v.shape[-2:])
+        # rowsum(dP ⊙ P) equals rowsum(dO ⊙ O), which is cheaper when Ev < S
+        delta = xp.einsum("...i,...i->...", go, out)[..., None]
+        first = True
+        for (rows, keys), probs in reversed(list(zip(self.spans, self.probs, strict=True))):
             g_rows = go[..., rows, :]
             dropout = None if self.dropout is None else self.dropout[..., rows, :keys]
             kept = probs if dropout is None else probs * dropout
-            dv = _add_keys(xp, dv, xp.swapaxes(kept, -1, -2) @ g_rows, n_keys)
+            _key_grad(xp, dv, xp.swapaxes(kept, -1, -2), g_rows, keys, first)
             ds = g_rows @ xp.swapaxes(v[..., :keys, :], -1, -2)
             if dropout is not None:
                 ds *= dropout
-            # rowsum(dP ⊙ P) equals rowsum(dO ⊙ O), which is cheaper when Ev < S
-            ds -= xp.einsum("...i,...i->...", g_rows, out[..., rows, :])[..., None]
+            ds -= delta[..., rows, :]
             ds *= probs
-            dqs.append(ds @ k[..., :keys, :])
-            dk = _add_keys(xp, dk, xp.swapaxes(ds, -1, -2) @ q[..., rows, :], n_keys)
-        dq = dqs[0] if len(dqs) == 1 else xp.concatenate(dqs, axis=-2)
-        dq *= self.scale
-        dk *= self.scale
+            xp.matmul(ds, k[..., :keys, :], out=dq[..., rows, :])
+            _key_grad(xp, dk, xp.swapaxes(ds, -1, -2), q[..., rows, :], keys, first)
+            first = False
+        dq *= dq.dtype.type(self.scale)
+        dk *= dk.dtype.type(self.scale)
         return tuple(Tensor._make(a, self.device) for a in (dq, dk, dv, ds))
 
     def _graph_backward(self, g, q, k, v, mask) -> tuple:
@@ -133,14 +148,24 @@ def _spans(n_queries: int, n_keys: int, causal: bool) -> list:
     return [(slice(0, half), min(half, n_keys)), (slice(half, None), min(n_queries, n_keys))]
 
 
-def _add_keys(xp, total, part, n_keys: int):
-    """`total` (None at first) plus `part`, a gradient for the first keys of `n_keys`."""
-    if total is None and part.shape[-2] == n_keys:
-        return part
-    if total is None:
-        total = xp.zeros(part.shape[:-2] + (n_keys, part.shape[-1]), dtype=part.dtype)
-    total[..., :part.shape[-2], :] += part
-    return total
+def _key_grad(xp, total, a, b, keys: int, first: bool) -> None:
+    """a @ b, a gradient for the first `keys` keys, written into `total` (the first span,
+    zeroing the keys no query sees) or added to it."""
+    if first:
+        xp.matmul(a, b, out=total[..., :keys, :])
+        total[..., keys:, :] = 0
+    else:
+        total[..., :keys, :] += a @ b
+
+
+def _empty_like_layout(xp, like, shape: tuple):
+    """An uninitialised array of `shape` and `like`'s dtype. Where `like` is laid out as
+    (..., L, H, E) in memory and seen as (..., H, L, E), the typical split of a projection
+    into heads, so is the result; otherwise it is C-contiguous."""
+    if len(shape) < 4 or like.ndim < 4 or like.strides[-3] >= like.strides[-2]:
+        return xp.empty(shape, dtype=like.dtype)
+    heads_last = shape[:-3] + (shape[-2], shape[-3], shape[-1])
+    return xp.swapaxes(xp.empty(heads_last, dtype=like.dtype), -2, -3)
 
 
 def _add(scores, extra):
@@ -240,6 +265,11 @@ def _check_inputs(query, key, value, enable_gqa: bool, op: str) -> tuple:
     return groups, tuple(batch)
 
 
+def _additive_mask(xp, allowed, dtype):
+    """0 where `allowed`, -inf elsewhere, made in `dtype` directly (no float64 temporary)."""
+    return xp.where(allowed, dtype.type(0), dtype.type(-math.inf))
+
+
 def _heads(t: Tensor, groups: int) -> tuple:
     shape = tuple(t.shape[:-2])
     return shape if groups == 1 else shape[:-1] + (shape[-1] * groups,)
@@ -267,7 +297,7 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
     scores_shape = batch + (length, source)
     bias = None
     if is_causal:
-        bias = xp.where(xp.tri(length, source, dtype=bool), 0, -math.inf).astype(dtype)
+        bias = _additive_mask(xp, xp.tri(length, source, dtype=bool), dtype)
     inputs = [query, key, value]
     if attn_mask is not None:
         try:
@@ -276,7 +306,7 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
             raise ShapeError(f"{op}: attn_mask of shape {tuple(attn_mask.shape)} does not "
                              f"broadcast to the attention scores {scores_shape}") from None
         if attn_mask._data.dtype.kind == "b":
-            bias = xp.where(attn_mask._data, 0, -math.inf).astype(dtype)
+            bias = _additive_mask(xp, attn_mask._data, dtype)
         elif attn_mask._data.dtype.kind == "f":
             inputs.append(attn_mask.to(query.dtype))
         else:
