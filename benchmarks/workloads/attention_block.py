@@ -40,16 +40,10 @@ def _problem():
     return x, params, grad_out
 
 
-def build_dlfree():
-    """Public API only, written as the torch version is; gradients cleared every step."""
-    import dlfree as dl
-    import dlfree.functional as F
-
-    x_np, params_np, g_np = _problem()
-    x = dl.tensor(x_np, requires_grad=True)
-    params = [dl.Parameter(p) for p in params_np]
+def _autograd_step(F, x, params, grad_out):
+    """The block in a framework with torch's API (`F` its functional module); dl.free and
+    torch run this same code, so the comparison is call for call."""
     w_qkv, b_qkv, w_o, b_o = params
-    grad_out = dl.tensor(g_np)
 
     def step():
         x.grad = None
@@ -63,6 +57,16 @@ def build_dlfree():
         return (out, x.grad, *(p.grad for p in params))
 
     return step
+
+
+def build_dlfree():
+    """Public API only (`dlfree.functional`), gradients cleared every step."""
+    import dlfree as dl
+    import dlfree.functional as F
+
+    x_np, params_np, g_np = _problem()
+    return _autograd_step(F, dl.tensor(x_np, requires_grad=True),
+                          [dl.Parameter(p) for p in params_np], dl.tensor(g_np))
 
 
 def build_numpy():
@@ -119,23 +123,9 @@ def build_torch():
     import torch.nn.functional as F
 
     x_np, params_np, g_np = _problem()
-    x = torch.tensor(x_np, requires_grad=True)
-    params = [torch.tensor(p, requires_grad=True) for p in params_np]
-    w_qkv, b_qkv, w_o, b_o = params
-    grad_out = torch.from_numpy(g_np)
-
-    def step():
-        x.grad = None
-        for p in params:
-            p.grad = None
-        q, k, v = F.linear(x, w_qkv, b_qkv).split(DIM, dim=-1)
-        q, k, v = (t.reshape(BATCH, LENGTH, HEADS, HEAD_DIM).transpose(1, 2) for t in (q, k, v))
-        heads = F.scaled_dot_product_attention(q, k, v, is_causal=True)
-        out = F.linear(heads.transpose(1, 2).reshape(BATCH, LENGTH, DIM), w_o, b_o)
-        out.backward(grad_out)
-        return (out, x.grad, *(p.grad for p in params))
-
-    return step
+    return _autograd_step(F, torch.tensor(x_np, requires_grad=True),
+                          [torch.tensor(p, requires_grad=True) for p in params_np],
+                          torch.from_numpy(g_np))
 
 
 BUILDERS = {"dlfree": build_dlfree, "numpy": build_numpy, "torch": build_torch}
