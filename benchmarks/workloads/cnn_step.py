@@ -44,6 +44,16 @@ def _problem():
     return x, y, params
 
 
+def _loss(F, x, y, params):
+    """The LeNet forward and loss in a framework with torch's API (`F` its functional
+    module); dl.free and torch run this same code."""
+    w1, b1, w2, b2, w3, b3, w4, b4 = params
+    h = F.max_pool2d(F.relu(F.conv2d(x, w1, b1)), 2)
+    h = F.max_pool2d(F.relu(F.conv2d(h, w2, b2)), 2)
+    h = F.relu(F.linear(h.flatten(1), w3, b3))
+    return F.cross_entropy(F.linear(h, w4, b4), y)
+
+
 def build_dlfree():
     """Public API only, written as the torch version is, then `sub_` under `no_grad`."""
     import dlfree as dl
@@ -52,13 +62,9 @@ def build_dlfree():
     x_np, y_np, params_np = _problem()
     x, y = dl.tensor(x_np), dl.tensor(y_np)
     params = [dl.Parameter(p) for p in params_np]
-    w1, b1, w2, b2, w3, b3, w4, b4 = params
 
     def step():
-        h = F.max_pool2d(F.relu(F.conv2d(x, w1, b1)), 2)
-        h = F.max_pool2d(F.relu(F.conv2d(h, w2, b2)), 2)
-        h = F.relu(F.linear(h.flatten(1), w3, b3))
-        loss = F.cross_entropy(F.linear(h, w4, b4), y)
+        loss = _loss(F, x, y, params)
         loss.backward()
         with dl.no_grad():
             for p in params:
@@ -177,14 +183,10 @@ def build_torch():
     x_np, y_np, params_np = _problem()
     x, y = torch.from_numpy(x_np), torch.from_numpy(y_np)
     params = [torch.tensor(p, requires_grad=True) for p in params_np]
-    w1, b1, w2, b2, w3, b3, w4, b4 = params
     optimizer = torch.optim.SGD(params, lr=LR)
 
     def step():
-        h = F.max_pool2d(F.relu(F.conv2d(x, w1, b1)), 2)
-        h = F.max_pool2d(F.relu(F.conv2d(h, w2, b2)), 2)
-        h = F.relu(F.linear(h.flatten(1), w3, b3))
-        loss = F.cross_entropy(F.linear(h, w4, b4), y)
+        loss = _loss(F, x, y, params)
         loss.backward()
         optimizer.step()
         optimizer.zero_grad(set_to_none=True)

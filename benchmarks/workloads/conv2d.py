@@ -36,15 +36,9 @@ def _problem():
     return x, w, b, grad_out
 
 
-def build_dlfree():
-    """`F.conv2d` on tensors that require grad; gradients cleared before every step."""
-    import dlfree as dl
-    import dlfree.functional as F
-
-    x_np, w_np, b_np, g_np = _problem()
-    x = dl.tensor(x_np, requires_grad=True)
-    w, b = dl.Parameter(w_np), dl.Parameter(b_np)
-    grad_out = dl.tensor(g_np)
+def _autograd_step(F, x, w, b, grad_out):
+    """`F.conv2d` forward and backward in a framework with torch's API; dl.free and torch
+    run this same code. Gradients are cleared before every step."""
 
     def step():
         x.grad = w.grad = b.grad = None
@@ -53,6 +47,16 @@ def build_dlfree():
         return out, x.grad, w.grad, b.grad
 
     return step
+
+
+def build_dlfree():
+    """`dlfree.functional.conv2d` on tensors that require grad."""
+    import dlfree as dl
+    import dlfree.functional as F
+
+    x_np, w_np, b_np, g_np = _problem()
+    return _autograd_step(F, dl.tensor(x_np, requires_grad=True), dl.Parameter(w_np),
+                          dl.Parameter(b_np), dl.tensor(g_np))
 
 
 def build_numpy():
@@ -100,22 +104,14 @@ def build_numpy():
 
 
 def build_torch():
-    """`torch.nn.functional.conv2d` and autograd; gradients cleared before every step."""
+    """`torch.nn.functional.conv2d` and autograd."""
     import torch
     import torch.nn.functional as F
 
     x_np, w_np, b_np, g_np = _problem()
-    x = torch.tensor(x_np, requires_grad=True)
-    w, b = torch.tensor(w_np, requires_grad=True), torch.tensor(b_np, requires_grad=True)
-    grad_out = torch.from_numpy(g_np)
-
-    def step():
-        x.grad = w.grad = b.grad = None
-        out = F.conv2d(x, w, b, padding=PADDING)
-        out.backward(grad_out)
-        return out, x.grad, w.grad, b.grad
-
-    return step
+    return _autograd_step(F, torch.tensor(x_np, requires_grad=True),
+                          torch.tensor(w_np, requires_grad=True),
+                          torch.tensor(b_np, requires_grad=True), torch.from_numpy(g_np))
 
 
 BUILDERS = {"dlfree": build_dlfree, "numpy": build_numpy, "torch": build_torch}

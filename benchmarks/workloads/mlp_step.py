@@ -36,6 +36,15 @@ def _problem():
     return x, y, params
 
 
+def _loss(F, x, y, params):
+    """The MLP forward and loss in a framework with torch's API (`F` its functional
+    module), weights as (out, in); dl.free and torch run this same code."""
+    w1, b1, w2, b2, w3, b3 = params
+    h = F.relu(F.linear(x, w1, b1))
+    h = F.relu(F.linear(h, w2, b2))
+    return F.cross_entropy(F.linear(h, w3, b3), y)
+
+
 def build_dlfree():
     """Public API only, written as the torch version is: `F.linear`, `F.relu`,
     `F.cross_entropy`, then `sub_` under `no_grad` (weights kept as (out, in))."""
@@ -45,12 +54,9 @@ def build_dlfree():
     x_np, y_np, params_np = _problem()
     x, y = dl.tensor(x_np), dl.tensor(y_np)
     params = [dl.Parameter(p.T.copy()) for p in params_np]
-    w1, b1, w2, b2, w3, b3 = params
 
     def step():
-        h = F.relu(F.linear(x, w1, b1))
-        h = F.relu(F.linear(h, w2, b2))
-        loss = F.cross_entropy(F.linear(h, w3, b3), y)
+        loss = _loss(F, x, y, params)
         loss.backward()
         with dl.no_grad():
             for p in params:
@@ -106,13 +112,10 @@ def build_torch():
     x, y = torch.from_numpy(x_np), torch.from_numpy(y_np)
     # torch's layers keep weights as (out, in)
     params = [torch.tensor(p.T.copy(), requires_grad=True) for p in params_np]
-    w1, b1, w2, b2, w3, b3 = params
     optimizer = torch.optim.SGD(params, lr=LR)
 
     def step():
-        h = F.relu(F.linear(x, w1, b1))
-        h = F.relu(F.linear(h, w2, b2))
-        loss = F.cross_entropy(F.linear(h, w3, b3), y)
+        loss = _loss(F, x, y, params)
         loss.backward()
         optimizer.step()
         optimizer.zero_grad(set_to_none=True)
