@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
-PACKAGES := packages/core
+PACKAGES := packages/core packages/nn packages/optim packages/metrics
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
 .PHONY: demo test bench lint clean

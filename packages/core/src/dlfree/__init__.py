@@ -8,7 +8,7 @@ from pkgutil import extend_path
 
 __path__ = extend_path(__path__, __name__)
 
-from . import autograd, cuda, functional, linalg, ops, plugins, registry  # noqa: E402
+from . import autograd, cuda, functional, io, linalg, ops, plugins, registry  # noqa: E402
 from .autograd import enable_grad, is_grad_enabled, no_grad, set_grad_enabled  # noqa: E402
 from .creation import *  # noqa: E402,F403
 from .device import Device  # noqa: E402
@@ -36,6 +36,7 @@ from .errors import (  # noqa: E402
     ShapeError,
 )
 from .hookspecs import hookimpl, hookspec  # noqa: E402
+from .io import load, save  # noqa: E402
 from .ops import *  # noqa: E402,F403
 from .random import Generator, get_rng_state, initial_seed, manual_seed, seed, set_rng_state  # noqa: E402,I001
 from .tensor import Parameter, Size, Tensor  # noqa: E402
