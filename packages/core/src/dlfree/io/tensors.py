@@ -20,7 +20,7 @@ def _host_array(name: str, value) -> np.ndarray:
     elif not isinstance(value, np.ndarray):
         raise TypeError(f"save_tensors: {name!r} is a {type(value).__name__}; expected a "
                         "dl.Tensor or a NumPy array")
-    return np.ascontiguousarray(value)
+    return value if value.flags.c_contiguous else value.copy(order="C")  # keeps 0-d shape
 
 
 def save_tensors(tensors: Mapping[str, Tensor | np.ndarray], path: str | os.PathLike,

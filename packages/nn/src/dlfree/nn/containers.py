@@ -80,11 +80,10 @@ class Sequential(Module):
         for key in (keys[index] if isinstance(index, slice)
                     else [keys[_index(index, len(self), "Sequential")]]):
             del self._modules[key]
-        if all(k.isdigit() for k in keys):  # keep 0..n-1 numbering, as PyTorch does
-            modules = list(self._modules.values())
-            self._modules.clear()
-            for i, module in enumerate(modules):
-                self._modules[str(i)] = module
+        modules = list(self._modules.values())  # renumbered 0..n-1, as PyTorch does
+        self._modules.clear()
+        for i, module in enumerate(modules):
+            self._modules[str(i)] = module
 
     def append(self, module: Module) -> Sequential:
         self.add_module(str(len(self)), module)
