@@ -194,3 +194,16 @@ def test_in_place_on_a_view_of_a_leaf_is_refused():
     w = dl.zeros(2, 2, requires_grad=True)
     with pytest.raises(dl.AutogradError, match="view of a leaf"):
         w[0].add_(1)
+
+
+@pytest.mark.parametrize("grad", [False, True])
+def test_overwrites_replace_nan_and_inf_already_there(grad):
+    src = dl.tensor([1.0, 2.0, 3.0], requires_grad=grad)
+    for overwrite in (lambda t: t.copy_(src), lambda t: t.fill_(7.0),
+                      lambda t: t.fill_(dl.tensor(7.0)), lambda t: t.zero_()):
+        t = dl.tensor([np.nan, np.inf, -np.inf])
+        with dl.set_grad_enabled(grad):
+            overwrite(t)
+        assert np.isfinite(t.detach().numpy()).all()
+    with pytest.raises(dl.ShapeError, match=r"copy_: src of shape \(4,\).*\(3,\)"):
+        dl.zeros(3).copy_(dl.zeros(4))

@@ -238,16 +238,28 @@ Tensor.__ipow__ = lambda self, other: Tensor.pow_(self, other)
 Tensor.__imod__ = lambda self, other: Tensor.remainder_(self, other)
 
 
+def _overwritten(t: Tensor, value) -> Tensor:
+    """`value` everywhere, still attached to `t`'s history with a zero gradient (what an
+    overwrite sends back). A masked fill, not `t * 0 + value`: NaN or inf already in `t`
+    must not survive."""
+    everywhere = Tensor._make(t._device.xp.ones(t._data.shape, dtype=bool), t._device)
+    return t.masked_fill(everywhere, value)
+
+
 @tensor_method()
 def fill_(self, value) -> Tensor:
     """Set every element to `value` (a number or a 0-d tensor, whose gradient flows)."""
     if isinstance(value, Tensor):
         if value.ndim:
             raise ShapeError(f"fill_: only a 0-d tensor can fill, got shape {tuple(value.shape)}")
-        return apply_inplace(self, lambda t: t * 0 + value.to(t.dtype), (value,), "fill_")
+        if not _records(self, (value,)):
+            value = value.item()
+        else:
+            return apply_inplace(self, lambda t: _overwritten(t, 0) + value.to(t.dtype),
+                                 (value,), "fill_")
     if _records(self, ()):
         _check_leaf(self, "fill_")
-        return commit(self, _snapshot(self) * 0 + value, "fill_")
+        return commit(self, _overwritten(_snapshot(self), value), "fill_")
     self._data.fill(value)
     self._vc[0] += 1
     return self
@@ -268,7 +280,16 @@ def copy_(self, src: Tensor) -> Tensor:
         src = src.to(self._device)
     if src._data.dtype != self._data.dtype:
         src = src.to(self.dtype)
-    return apply_inplace(self, lambda t: src.expand(tuple(t.shape)) + t * 0, (src,), "copy_")
+    if not _records(self, (src,)):
+        try:
+            self._device.xp.copyto(self._data, src._data)
+        except ValueError:
+            raise ShapeError(f"copy_: src of shape {tuple(src.shape)} does not broadcast to the "
+                             f"destination's shape {tuple(self.shape)}") from None
+        self._vc[0] += 1
+        return self
+    return apply_inplace(self, lambda t: _overwritten(t, 0) + src.expand(tuple(t.shape)),
+                         (src,), "copy_")
 
 
 @tensor_method()
