@@ -1,0 +1,595 @@
+"""Recurrent layers over whole sequences (`RNN`, `LSTM`, `GRU`) and their one-step cells
+(`RNNCell`, `LSTMCell`, `GRUCell`), with torch.nn's arguments, weight names and initialisation.
+Packed sequences (`torch.nn.utils.rnn.PackedSequence`) are not supported: pad and mask instead.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+import warnings
+from typing import NamedTuple
+
+import dlfree as dl
+from dlfree import DTypeError, ShapeError
+from dlfree import functional as F
+from dlfree.autograd import Function
+
+from . import init
+from .layers._common import check_count, empty_parameter
+from .module import Module
+
+__all__ = ["RNNBase", "RNN", "LSTM", "GRU", "RNNCellBase", "RNNCell", "LSTMCell", "GRUCell"]
+
+_GATES = {"RNN_TANH": 1, "RNN_RELU": 1, "LSTM": 4, "GRU": 3}
+
+
+# ------------------------------------------------------------ the recurrence
+class _ArrayMath:
+    """The few functions the recurrence needs beyond operators, on backend arrays."""
+
+    def __init__(self, xp):
+        self.xp = xp
+
+    def sigmoid(self, a):
+        # the tanh form cannot overflow for any sign of a, unlike 1 / (1 + exp(-a))
+        return self.xp.tanh(a * 0.5) * 0.5 + 0.5
+
+    def tanh(self, a):
+        return self.xp.tanh(a)
+
+    def relu(self, a):
+        return self.xp.maximum(a, 0)
+
+    def positive(self, a):
+        return (a > 0).astype(a.dtype)
+
+    def cat(self, parts):
+        return self.xp.concatenate(parts, axis=-1)
+
+    def stack(self, parts):
+        return self.xp.stack(parts)
+
+
+class _TensorMath:
+    """The same functions on Tensors, so that a replayed recurrence is recorded in the graph."""
+
+    sigmoid = staticmethod(dl.sigmoid)
+    tanh = staticmethod(dl.tanh)
+    relu = staticmethod(F.relu)
+    stack = staticmethod(dl.stack)
+
+    @staticmethod
+    def positive(a):
+        return (a > 0).to(a.dtype)
+
+    @staticmethod
+    def cat(parts):
+        return dl.cat(parts, -1)
+
+
+class _Weights(NamedTuple):
+    hh: object  # (G, P): the hidden-to-gates weight
+    b_hh: object  # (G,) or None
+    hr: object  # (P, H) or None: the LSTM's projection of its output
+
+
+# Each step takes the input's share xs[t] (B, G), the hidden share h W_hhᵀ + b_hh (B, G) and
+# the state before the step; it returns the new hidden state, cell state (LSTM) and what its
+# backward needs. The backward steps take the gradients reaching the new h (and c) and return
+# the gradients of the input's share, of the hidden share, the part of the previous h's
+# gradient that bypasses W_hh (GRU), and the previous c's gradient (LSTM).
+def _tanh_step(m, x, hp, h, c, hr):
+    return m.tanh(x + hp), None, None
+
+
+def _relu_step(m, x, hp, h, c, hr):
+    return m.relu(x + hp), None, None
+
+
+def _lstm_step(m, x, hp, h, c, hr):
+    a = x + hp
+    n = c.shape[-1]
+    i, f, o = m.sigmoid(a[:, :n]), m.sigmoid(a[:, n:2 * n]), m.sigmoid(a[:, 3 * n:])
+    g = m.tanh(a[:, 2 * n:3 * n])
+    c = f * c + i * g
+    tc = m.tanh(c)
+    out = o * tc
+    return (out if hr is None else out @ hr.T), c, (i, f, g, o, tc, out)
+
+
+def _gru_step(m, x, hp, h, c, hr):
+    n = h.shape[-1]
+    r = m.sigmoid(x[:, :n] + hp[:, :n])
+    z = m.sigmoid(x[:, n:2 * n] + hp[:, n:2 * n])
+    hn = hp[:, 2 * n:]
+    new = m.tanh(x[:, 2 * n:] + r * hn)
+    return new + z * (h - new), None, (r, z, new, hn)
+
+
+def _tanh_back(m, dh, dc, h, h_prev, c_prev, record, hr):
+    da = dh * (1 - h * h)
+    return da, da, None, None
+
+
+def _relu_back(m, dh, dc, h, h_prev, c_prev, record, hr):
+    da = dh * m.positive(h)
+    return da, da, None, None
+
+
+def _lstm_back(m, dh, dc, h, h_prev, c_prev, record, hr):
+    i, f, g, o, tc, out = record
+    dout = dh if hr is None else dh @ hr
+    dc = dout * o * (1 - tc * tc) + dc
+    da = m.cat([dc * g * i * (1 - i), dc * c_prev * f * (1 - f), dc * i * (1 - g * g),
+                dout * tc * o * (1 - o)])
+    return da, da, None, dc * f
+
+
+def _gru_back(m, dh, dc, h, h_prev, c_prev, record, hr):
+    r, z, new, hn = record
+    dn = dh * (1 - z) * (1 - new * new)
+    dr = dn * hn * r * (1 - r)
+    dz = dh * (h_prev - new) * z * (1 - z)
+    return m.cat([dr, dz, dn]), m.cat([dr, dz, dn * r]), dh * z, None
+
+
+_STEPS = {"RNN_TANH": (_tanh_step, _tanh_back), "RNN_RELU": (_relu_step, _relu_back),
+          "LSTM": (_lstm_step, _lstm_back), "GRU": (_gru_step, _gru_back)}
+
+
+def _order(length: int, reverse: bool) -> list:
+    """The time index of each step, in the order the steps run."""
+    return list(range(length - 1, -1, -1)) if reverse else list(range(length))
+
+
+def _run(m, mode: str, xs, h0, c0, w: _Weights, reverse: bool) -> tuple:
+    """The recurrence over xs (T, B, G) from (h0, c0): every step's h, c and record, in the
+    order the steps ran. One GEMM per step; the rest is element-wise."""
+    step = _STEPS[mode][0]
+    h, c = h0, c0
+    hs, cs, records = [], [], []
+    for t in _order(xs.shape[0], reverse):
+        hp = h @ w.hh.T
+        if w.b_hh is not None:
+            hp = hp + w.b_hh
+        h, c, record = step(m, xs[t], hp, h, c, w.hr)
+        hs.append(h)
+        cs.append(c)
+        records.append(record)
+    return hs, cs, records
+
+
+def _flat(m, parts):
+    """Per-step (B, k) values stacked and flattened to (steps * B, k), for one weight GEMM."""
+    stacked = m.stack(parts)
+    return stacked.reshape(-1, stacked.shape[-1])
+
+
+def _backprop(m, mode: str, g_h, g_c, run: tuple, h0, c0, w: _Weights, reverse: bool) -> tuple:
+    """Backpropagation through time. `g_h` and `g_c` are the gradients reaching each time
+    step's h and c from outside (indexed by time). Returns the gradients of xs, W_hh, h0, c0,
+    b_hh and W_hr; the weights' are one GEMM over all steps."""
+    back = _STEPS[mode][1]
+    hs, cs, records = run
+    order = _order(len(hs), reverse)
+    dxs, dhps, dh_steps = [None] * len(hs), [None] * len(hs), [None] * len(hs)
+    dh = dc = None
+    for k in range(len(hs) - 1, -1, -1):
+        t = order[k]
+        dh = g_h[t] if dh is None else g_h[t] + dh
+        if g_c is not None:
+            dc = g_c[t] if dc is None else g_c[t] + dc
+        dh_steps[k] = dh
+        dx, dhp, bypass, dc = back(m, dh, dc, hs[k], hs[k - 1] if k else h0,
+                                   cs[k - 1] if k else c0, records[k], w.hr)
+        dh = dhp @ w.hh if bypass is None else dhp @ w.hh + bypass
+        dxs[t], dhps[k] = dx, dhp
+    dhp_all = _flat(m, dhps)
+    d_hh = dhp_all.T @ _flat(m, [h0] + hs[:-1])
+    d_b_hh = None if w.b_hh is None else dhp_all.sum(0)
+    d_hr = None if w.hr is None else \
+        _flat(m, dh_steps).T @ _flat(m, [record[-1] for record in records])
+    return m.stack(dxs), d_hh, dh, dc, d_b_hh, d_hr
+
+
+class _Recurrence(Function):
+    """One layer in one direction over a whole sequence.
+
+    Inputs: the input's share of the gates for every step, xs (T, B, G) = x W_ihᵀ + b_ih,
+    made outside by one GEMM over all steps; W_hh (G, P); h0 (B, P); then c0 (B, H) for an
+    LSTM, b_hh (G,) when `bias`, and W_hr (P, H) when an LSTM projects. The output is every
+    step's h (T, B, P), followed for an LSTM by every step's c along the last dim
+    (T, B, P + H). The time loop runs on arrays: per step one GEMM, h W_hhᵀ, and the gate
+    arithmetic; backward runs it in reverse and builds each weight gradient with one GEMM
+    over all steps. Under create_graph the loop is replayed and differentiated with Tensor
+    ops instead, so the gradients are themselves differentiable.
+    """
+
+    def forward(self, xs, w_hh, h0, *rest, mode, bias, proj, reverse):
+        self.saves = tuple(range(3 + len(rest)))
+        self.mode, self.bias, self.proj, self.reverse = mode, bias, proj, reverse
+        c0, weights = self._unpack(w_hh, rest)
+        m = _ArrayMath(self.xp)
+        run = _run(m, mode, xs, h0, c0, weights, reverse)
+        if self.needs_input_grad:
+            self.run = run
+        hs, cs, _ = run
+        if reverse:  # back in time order
+            hs, cs = hs[::-1], cs[::-1]
+        if c0 is None:
+            return m.stack(hs)
+        return m.cat([m.stack(hs), m.stack(cs)])
+
+    def _unpack(self, w_hh, rest) -> tuple:
+        rest = list(rest)
+        c0 = rest.pop(0) if self.mode == "LSTM" else None
+        b_hh = rest.pop(0) if self.bias else None
+        return c0, _Weights(w_hh, b_hh, rest.pop(0) if self.proj else None)
+
+    def backward(self, g):
+        xs, w_hh, h0, *rest = self.saved_tensors
+        c0, weights = self._unpack(w_hh, rest)
+        width = h0.shape[-1]
+        if dl.is_grad_enabled():
+            run = _run(_TensorMath, self.mode, xs, h0, c0, weights, self.reverse)
+            grads = _backprop(_TensorMath, self.mode, g[..., :width],
+                              None if c0 is None else g[..., width:], run, h0, c0, weights,
+                              self.reverse)
+        else:
+            g = g.array
+            arrays = _Weights(*(None if a is None else a.array for a in weights))
+            grads = _backprop(_ArrayMath(self.xp), self.mode, g[..., :width],
+                              None if c0 is None else g[..., width:], self.run, h0.array,
+                              None if c0 is None else c0.array, arrays, self.reverse)
+            grads = tuple(None if a is None else dl.as_tensor(a, device=self.device)
+                          for a in grads)
+        d_xs, d_hh, d_h0, d_c0, d_b_hh, d_hr = grads
+        out = [d_xs, d_hh, d_h0] + ([d_c0] if c0 is not None else []) + \
+            ([d_b_hh] if self.bias else []) + ([d_hr] if self.proj else [])
+        return tuple(grad if need else None for grad, need in zip(out, self.needs_input_grad))
+
+
+def _recurrence(mode: str, xs, h0, c0, w_hh, b_hh, w_hr, reverse: bool):
+    """Run one layer-direction; returns the output (see `_Recurrence`)."""
+    extras = [t for t in (c0, b_hh, w_hr) if t is not None]
+    return _Recurrence.apply(xs, w_hh, h0, *extras, mode=mode, bias=b_hh is not None,
+                             proj=w_hr is not None, reverse=reverse)
+
+
+# ------------------------------------------------------------------ sequence layers
+def _check_dropout(dropout, layer: str) -> float:
+    if isinstance(dropout, bool) or not isinstance(dropout, numbers.Real) or \
+            not 0 <= dropout <= 1:
+        raise ValueError(f"{layer}: dropout must be a number in [0, 1] (the probability of "
+                         f"zeroing an element), got {dropout!r}")
+    return float(dropout)
+
+
+def _check_flag(value, name: str, layer: str) -> bool:
+    if not isinstance(value, bool):
+        raise TypeError(f"{layer}: {name} must be a bool, got {type(value).__name__}")
+    return value
+
+
+class RNNBase(Module):
+    """What `RNN`, `LSTM` and `GRU` share: one weight set per layer and direction named as
+    torch names them (`weight_ih_l0`, `weight_hh_l0_reverse`, `bias_ih_l1`, `weight_hr_l0`),
+    all drawn from U(-1/sqrt(hidden_size), 1/sqrt(hidden_size)), and the loop over layers.
+
+    `mode` is "RNN_TANH", "RNN_RELU", "LSTM" or "GRU". Each layer-direction computes the
+    input's share of its gates for all time steps with one GEMM, then runs the recurrence
+    (one GEMM per step). `dropout` applies between layers, in training mode only.
+    """
+
+    def __init__(self, mode: str, input_size: int, hidden_size: int, num_layers: int = 1,
+                 bias: bool = True, batch_first: bool = False, dropout: float = 0.0,
+                 bidirectional: bool = False, proj_size: int = 0, device=None, dtype=None):
+        super().__init__()
+        name = {"RNN_TANH": "RNN", "RNN_RELU": "RNN"}.get(mode, mode)
+        if mode not in _GATES:
+            raise ValueError(f"RNNBase: unknown mode {mode!r}; valid: {', '.join(_GATES)}")
+        self.mode = mode
+        self.input_size = check_count(input_size, "input_size", name)
+        self.hidden_size = check_count(hidden_size, "hidden_size", name)
+        self.num_layers = check_count(num_layers, "num_layers", name)
+        self.bias = _check_flag(bias, "bias", name)
+        self.batch_first = _check_flag(batch_first, "batch_first", name)
+        self.dropout = _check_dropout(dropout, name)
+        self.bidirectional = _check_flag(bidirectional, "bidirectional", name)
+        self.proj_size = check_count(proj_size, "proj_size", name, 0)
+        if proj_size and mode != "LSTM":
+            raise ValueError(f"{name}: proj_size is only supported by LSTM, got {proj_size}")
+        if proj_size >= hidden_size:
+            raise ValueError(f"{name}: proj_size ({proj_size}) has to be smaller than "
+                             f"hidden_size ({hidden_size})")
+        if dropout > 0 and num_layers == 1:
+            warnings.warn(f"{name}: dropout is applied between recurrent layers, so a non-zero "
+                          f"dropout expects num_layers > 1, but got dropout={dropout} and "
+                          f"num_layers={num_layers}", UserWarning, stacklevel=3)
+        gates = _GATES[mode] * hidden_size
+        out_size = proj_size or hidden_size
+        self._all_weights = []
+        for layer in range(num_layers):
+            for direction in range(self._directions):
+                suffix = f"_l{layer}" + ("_reverse" if direction else "")
+                in_size = input_size if layer == 0 else out_size * self._directions
+                shapes = {"weight_ih": (gates, in_size), "weight_hh": (gates, out_size)}
+                if bias:
+                    shapes.update(bias_ih=(gates,), bias_hh=(gates,))
+                if proj_size:
+                    shapes["weight_hr"] = (proj_size, hidden_size)
+                for kind, shape in shapes.items():
+                    setattr(self, kind + suffix,
+                            empty_parameter(*shape, device=device, dtype=dtype))
+                self._all_weights.append([kind + suffix for kind in shapes])
+        self.reset_parameters()
+
+    @property
+    def _directions(self) -> int:
+        return 2 if self.bidirectional else 1
+
+    @property
+    def all_weights(self) -> list:
+        """The parameters of each layer-direction, in torch's order."""
+        return [[getattr(self, name) for name in names] for names in self._all_weights]
+
+    def reset_parameters(self) -> None:
+        bound = 1.0 / math.sqrt(self.hidden_size)
+        for weight in self.parameters():
+            init.uniform_(weight, -bound, bound)
+
+    def flatten_parameters(self) -> None:
+        """Does nothing: torch packs the weights for cuDNN here, dl.free uses them in place."""
+
+    def forward(self, input, hx=None):
+        """Run the whole sequence. `input` is (T, B, input_size), (B, T, input_size) when
+        `batch_first`, or unbatched (T, input_size); `hx` the initial state (zeros when None),
+        (num_layers * num_directions, B, hidden) or unbatched without the B dim; an LSTM
+        takes and returns (h, c). Returns (output, h_n) or (output, (h_n, c_n))."""
+        name = type(self).__name__
+        x, batch, unbatched = self._time_major(input, name)
+        h0, c0 = self._initial_state(hx, x, batch, unbatched, name)
+        hidden_finals, cell_finals = [], []
+        out_size = self.proj_size or self.hidden_size
+        for layer in range(self.num_layers):
+            outputs = []
+            for direction in range(self._directions):
+                index = layer * self._directions + direction
+                weights = [getattr(self, n) for n in self._all_weights[index]]
+                w_ih, w_hh = weights[:2]
+                b_ih, b_hh = weights[2:4] if self.bias else (None, None)
+                xs = F.linear(x, w_ih, b_ih)
+                y = _recurrence(self.mode, xs, h0[index], None if c0 is None else c0[index],
+                                w_hh, b_hh, weights[-1] if self.proj_size else None,
+                                reverse=bool(direction))
+                last = 0 if direction else -1
+                hidden_finals.append(y[last, :, :out_size])
+                if c0 is not None:
+                    cell_finals.append(y[last, :, out_size:])
+                    y = y[..., :out_size]
+                outputs.append(y)
+            x = outputs[0] if len(outputs) == 1 else dl.cat(outputs, -1)
+            if self.dropout and self.training and layer < self.num_layers - 1:
+                x = F.dropout(x, self.dropout, True)
+        output = x.transpose(0, 1) if self.batch_first and not unbatched else x
+        state = [dl.stack(hidden_finals)] + ([dl.stack(cell_finals)] if c0 is not None else [])
+        if unbatched:
+            output, state = output.squeeze(1), [s.squeeze(1) for s in state]
+        return output, (tuple(state) if c0 is not None else state[0])
+
+    def _time_major(self, input, name: str) -> tuple:
+        """The input as (T, B, input_size), the batch size, and whether it was unbatched."""
+        if not isinstance(input, dl.Tensor):
+            raise TypeError(f"{name}: input must be a Tensor, got {type(input).__name__} "
+                            "(packed sequences are not supported)")
+        if input.ndim not in (2, 3) or input.shape[-1] != self.input_size:
+            raise ShapeError(f"{name}: expected input of shape (T, B, {self.input_size}), "
+                             f"(B, T, {self.input_size}) with batch_first, or unbatched "
+                             f"(T, {self.input_size}); got {tuple(input.shape)}")
+        if input.shape[1 if input.ndim == 3 and self.batch_first else 0] == 0:
+            raise ShapeError(f"{name}: the input sequence is empty (shape "
+                             f"{tuple(input.shape)}); it needs at least one time step")
+        weight = self.weight_ih_l0
+        if input.dtype != weight.dtype:
+            raise DTypeError(f"{name}: input dtype {input.dtype} does not match the weights' "
+                             f"{weight.dtype}; convert the input with .to({weight.dtype}) "
+                             f"or the model with .to({input.dtype})")
+        if input.ndim == 2:
+            return input.unsqueeze(1), 1, True
+        x = input.transpose(0, 1) if self.batch_first else input
+        return x, x.shape[1], False
+
+    def _initial_state(self, hx, x, batch: int, unbatched: bool, name: str) -> tuple:
+        """(h0, c0) as (num_layers * num_directions, B, size) tensors; c0 is None unless an
+        LSTM. Missing states are zeros."""
+        lstm = self.mode == "LSTM"
+        layers = self.num_layers * self._directions
+        sizes = [self.proj_size or self.hidden_size] + ([self.hidden_size] if lstm else [])
+        if hx is None:
+            states = [dl.zeros(layers, batch, size, dtype=x.dtype, device=x.device)
+                      for size in sizes]
+            return states[0], states[1] if lstm else None
+        if lstm and (not isinstance(hx, (tuple, list)) or len(hx) != 2):
+            raise TypeError(f"{name}: hx must be a tuple (h0, c0) of tensors, got "
+                            f"{type(hx).__name__}")
+        states = list(hx) if lstm else [hx]
+        for i, (state, size) in enumerate(zip(states, sizes)):
+            expected = (layers, size) if unbatched else (layers, batch, size)
+            if tuple(state.shape) != expected:
+                what = ("h0", "c0")[i] if lstm else "hx"
+                raise ShapeError(f"{name}: expected {what} of shape {expected} "
+                                 f"(num_layers * num_directions, {'' if unbatched else 'B, '}"
+                                 f"size) for input of shape {tuple(x.shape)}, got "
+                                 f"{tuple(state.shape)}")
+        if unbatched:
+            states = [state.unsqueeze(1) for state in states]
+        return states[0], states[1] if lstm else None
+
+    def extra_repr(self) -> str:
+        text = f"{self.input_size}, {self.hidden_size}"
+        for key, default in (("proj_size", 0), ("num_layers", 1), ("bias", True),
+                             ("batch_first", False), ("dropout", 0), ("bidirectional", False)):
+            if getattr(self, key) != default:
+                text += f", {key}={getattr(self, key)}"
+        return text
+
+
+class RNN(RNNBase):
+    """An Elman RNN: h_t = tanh(x_t W_ihᵀ + b_ih + h_{t-1} W_hhᵀ + b_hh), or relu with
+    nonlinearity="relu", stacked `num_layers` deep, optionally in both directions."""
+
+    def __init__(self, input_size: int, hidden_size: int, num_layers: int = 1,
+                 nonlinearity: str = "tanh", bias: bool = True, batch_first: bool = False,
+                 dropout: float = 0.0, bidirectional: bool = False, device=None, dtype=None):
+        if nonlinearity not in ("tanh", "relu"):
+            raise ValueError(f"RNN: unknown nonlinearity {nonlinearity!r}; valid: 'tanh', "
+                             "'relu'")
+        super().__init__("RNN_TANH" if nonlinearity == "tanh" else "RNN_RELU", input_size,
+                         hidden_size, num_layers, bias, batch_first, dropout, bidirectional,
+                         device=device, dtype=dtype)
+        self.nonlinearity = nonlinearity
+
+    def extra_repr(self) -> str:
+        text = super().extra_repr()
+        return text if self.nonlinearity == "tanh" else text + ", nonlinearity='relu'"
+
+
+class LSTM(RNNBase):
+    """A long short-term memory layer (gates i, f, g, o in that order in the weights):
+    c_t = f ⊙ c_{t-1} + i ⊙ g, h_t = o ⊙ tanh(c_t), with h_t projected by W_hr to
+    `proj_size` features when proj_size > 0."""
+
+    def __init__(self, input_size: int, hidden_size: int, num_layers: int = 1,
+                 bias: bool = True, batch_first: bool = False, dropout: float = 0.0,
+                 bidirectional: bool = False, proj_size: int = 0, device=None, dtype=None):
+        super().__init__("LSTM", input_size, hidden_size, num_layers, bias, batch_first,
+                         dropout, bidirectional, proj_size, device=device, dtype=dtype)
+
+
+class GRU(RNNBase):
+    """A gated recurrent unit layer (gates r, z, n in that order in the weights):
+    n = tanh(x W_inᵀ + b_in + r ⊙ (h W_hnᵀ + b_hn)), h_t = (1 - z) ⊙ n + z ⊙ h_{t-1}."""
+
+    def __init__(self, input_size: int, hidden_size: int, num_layers: int = 1,
+                 bias: bool = True, batch_first: bool = False, dropout: float = 0.0,
+                 bidirectional: bool = False, device=None, dtype=None):
+        super().__init__("GRU", input_size, hidden_size, num_layers, bias, batch_first,
+                         dropout, bidirectional, device=device, dtype=dtype)
+
+
+# --------------------------------------------------------------------------- cells
+class RNNCellBase(Module):
+    """What the cells share: weight_ih (G, input_size), weight_hh (G, hidden_size) and,
+    with `bias`, bias_ih and bias_hh (G,), all U(-1/sqrt(hidden_size), 1/sqrt(hidden_size))
+    at first, for G = num_chunks * hidden_size. A cell runs one time step."""
+
+    def __init__(self, input_size: int, hidden_size: int, bias: bool, num_chunks: int,
+                 device=None, dtype=None):
+        super().__init__()
+        name = type(self).__name__
+        self.input_size = check_count(input_size, "input_size", name)
+        self.hidden_size = check_count(hidden_size, "hidden_size", name)
+        self.bias = _check_flag(bias, "bias", name)
+        gates = num_chunks * hidden_size
+        self.weight_ih = empty_parameter(gates, input_size, device=device, dtype=dtype)
+        self.weight_hh = empty_parameter(gates, hidden_size, device=device, dtype=dtype)
+        if bias:
+            self.bias_ih = empty_parameter(gates, device=device, dtype=dtype)
+            self.bias_hh = empty_parameter(gates, device=device, dtype=dtype)
+        else:
+            self.register_parameter("bias_ih", None)
+            self.register_parameter("bias_hh", None)
+        self.reset_parameters()
+
+    def reset_parameters(self) -> None:
+        bound = 1.0 / math.sqrt(self.hidden_size)
+        for weight in self.parameters():
+            init.uniform_(weight, -bound, bound)
+
+    def _step(self, mode: str, input, states: list):
+        """One step of `mode` from `states` ([h] or [h, c]; None entries are zeros):
+        the _Recurrence output for a sequence of length 1, and whether input was unbatched."""
+        name = type(self).__name__
+        if not isinstance(input, dl.Tensor) or input.ndim not in (1, 2) or \
+                input.shape[-1] != self.input_size:
+            shape = tuple(input.shape) if isinstance(input, dl.Tensor) else type(input).__name__
+            raise ShapeError(f"{name}: expected input of shape (B, {self.input_size}) or "
+                             f"unbatched ({self.input_size},), got {shape}")
+        if input.dtype != self.weight_ih.dtype:
+            raise DTypeError(f"{name}: input dtype {input.dtype} does not match the weights' "
+                             f"{self.weight_ih.dtype}")
+        unbatched = input.ndim == 1
+        x = input.unsqueeze(0) if unbatched else input
+        expected = (x.shape[0], self.hidden_size)
+        full = []
+        for state in states:
+            if state is None:
+                state = dl.zeros(*expected, dtype=x.dtype, device=x.device)
+            elif tuple(state.shape) != expected[unbatched:]:
+                raise ShapeError(f"{name}: expected a state of shape {expected[unbatched:]} "
+                                 f"for input of shape {tuple(input.shape)}, got "
+                                 f"{tuple(state.shape)}")
+            elif unbatched:
+                state = state.unsqueeze(0)
+            full.append(state)
+        xs = F.linear(x, self.weight_ih, self.bias_ih).unsqueeze(0)
+        y = _recurrence(mode, xs, full[0], full[1] if len(full) > 1 else None, self.weight_hh,
+                        self.bias_hh, None, reverse=False)
+        return y[0], unbatched
+
+    def extra_repr(self) -> str:
+        return f"{self.input_size}, {self.hidden_size}" + ("" if self.bias else ", bias=False")
+
+
+class RNNCell(RNNCellBase):
+    """One Elman RNN step: h' = tanh(x W_ihᵀ + b_ih + h W_hhᵀ + b_hh) (or relu)."""
+
+    def __init__(self, input_size: int, hidden_size: int, bias: bool = True,
+                 nonlinearity: str = "tanh", device=None, dtype=None):
+        if nonlinearity not in ("tanh", "relu"):
+            raise ValueError(f"RNNCell: unknown nonlinearity {nonlinearity!r}; valid: 'tanh', "
+                             "'relu'")
+        super().__init__(input_size, hidden_size, bias, 1, device=device, dtype=dtype)
+        self.nonlinearity = nonlinearity
+
+    def forward(self, input, hx=None):
+        """h' from input (B, input_size) or (input_size,) and hx (zeros when None)."""
+        y, unbatched = self._step("RNN_TANH" if self.nonlinearity == "tanh" else "RNN_RELU",
+                                  input, [hx])
+        return y[0] if unbatched else y
+
+    def extra_repr(self) -> str:
+        text = super().extra_repr()
+        return text if self.nonlinearity == "tanh" else text + ", nonlinearity='relu'"
+
+
+class LSTMCell(RNNCellBase):
+    """One LSTM step; returns (h', c')."""
+
+    def __init__(self, input_size: int, hidden_size: int, bias: bool = True, device=None,
+                 dtype=None):
+        super().__init__(input_size, hidden_size, bias, 4, device=device, dtype=dtype)
+
+    def forward(self, input, hx=None):
+        """(h', c') from input (B, input_size) or (input_size,) and hx = (h, c) (zeros when
+        None)."""
+        if hx is not None and (not isinstance(hx, (tuple, list)) or len(hx) != 2):
+            raise TypeError(f"LSTMCell: hx must be a tuple (h, c) of tensors, got "
+                            f"{type(hx).__name__}")
+        y, unbatched = self._step("LSTM", input, list(hx) if hx is not None else [None, None])
+        h, c = y[:, :self.hidden_size], y[:, self.hidden_size:]
+        return (h[0], c[0]) if unbatched else (h, c)
+
+
+class GRUCell(RNNCellBase):
+    """One GRU step: h' = (1 - z) ⊙ n + z ⊙ h."""
+
+    def __init__(self, input_size: int, hidden_size: int, bias: bool = True, device=None,
+                 dtype=None):
+        super().__init__(input_size, hidden_size, bias, 3, device=device, dtype=dtype)
+
+    def forward(self, input, hx=None):
+        """h' from input (B, input_size) or (input_size,) and hx (zeros when None)."""
+        y, unbatched = self._step("GRU", input, [hx])
+        return y[0] if unbatched else y
