@@ -60,7 +60,7 @@ FIRST_PARTY = {
     "schedulers": _first_party("dlfree-optim", """
         StepLR MultiStepLR ExponentialLR CosineAnnealingLR CosineAnnealingWarmRestarts
         OneCycleLR CyclicLR LinearLR ConstantLR PolynomialLR LambdaLR ReduceLROnPlateau
-        SequentialLR ChainedScheduler"""),
+        SequentialLR ChainedScheduler MultiplicativeLR LinearWarmup"""),
     "metrics": _first_party("dlfree-metrics", """
         Accuracy Precision Recall F1Score FBetaScore Specificity ConfusionMatrix AUROC
         AveragePrecision ROC PrecisionRecallCurve MatthewsCorrCoef CohenKappa CalibrationError
