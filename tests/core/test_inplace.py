@@ -207,3 +207,15 @@ def test_overwrites_replace_nan_and_inf_already_there(grad):
         assert np.isfinite(t.detach().numpy()).all()
     with pytest.raises(dl.ShapeError, match=r"copy_: src of shape \(4,\).*\(3,\)"):
         dl.zeros(3).copy_(dl.zeros(4))
+
+
+@pytest.mark.parametrize("op", ["mul_", "div_", "add_", "sub_"])
+def test_fast_in_place_arithmetic_is_as_quiet_as_out_of_place(op):
+    t = dl.tensor([np.inf, 0.0, 1.0])
+    getattr(t, op)(dl.tensor([0.0, 0.0, np.inf]) if op in ("mul_", "div_") else -np.inf)
+    expected = getattr(np, {"mul_": "multiply", "div_": "divide", "add_": "add",
+                            "sub_": "subtract"}[op])
+    with np.errstate(all="ignore"):
+        want = expected(np.array([np.inf, 0.0, 1.0]), np.array([0.0, 0.0, np.inf])
+                        if op in ("mul_", "div_") else -np.inf)
+    np.testing.assert_array_equal(t.numpy(), want)

@@ -168,12 +168,13 @@ def _fast_arith(kernel: str, name: str, out_of_place):
             raise DTypeError(f"{name}: true division of an integer tensor in place would need "
                              f"a float result; {self.dtype!r} can't hold it")
         try:
-            if scaled and isinstance(other, Tensor):  # the optimizer update p -= lr * g
-                self._device.backend.add_scaled(data, value, alpha,
-                                                subtract=kernel == "subtract")
-            else:
-                value = value * alpha if scaled else value
-                getattr(self._device.xp, kernel)(data, value, out=data, casting="same_kind")
+            with self._device.context():  # quiet about inf/nan, as the out-of-place ops are
+                if scaled and isinstance(other, Tensor):  # the optimizer update p -= lr * g
+                    self._device.backend.add_scaled(data, value, alpha,
+                                                    subtract=kernel == "subtract")
+                else:
+                    value = value * alpha if scaled else value
+                    getattr(self._device.xp, kernel)(data, value, out=data, casting="same_kind")
         except (TypeError, ValueError) as e:  # NumPy's casting and broadcasting errors
             out_dtype = dtypes.result_type(self, other)
             if dtypes.from_np(out_dtype).category > dtypes.from_np(data.dtype).category:
