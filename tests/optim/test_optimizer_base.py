@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 import dlfree as dl
+from dlfree import optim
 from dlfree.optim import SGD, Adam, Optimizer
 
 
@@ -217,3 +218,25 @@ def test_scratch_arrays_are_shared_and_shaped_like_the_parameter():
     assert a.shape == (2, 2) and b.shape == (3,) and a.dtype == np.float64
     assert np.shares_memory(opt._scratch(small), opt._scratch(big))
     assert not np.shares_memory(opt._scratch(small, 0), opt._scratch(small, 1))
+
+
+@pytest.mark.parametrize("name", ["SGD", "Adam", "AdamW", "Adamax", "NAdam", "RAdam", "RMSprop",
+                                  "Adagrad", "Adadelta", "LAMB", "NovoGrad", "AdaBound", "LARS",
+                                  "Lion", "Adafactor"])
+def test_a_schedule_may_bring_lr_to_zero_and_the_state_still_loads(name):
+    """Cosine decay ends at lr 0; that state must save, load and step without change (LARS
+    excepted: as in its paper, lr scales what enters the velocity, which keeps moving)."""
+    cls = getattr(optim, name)
+    extra = {"relative_step": False} if name == "Adafactor" else {}
+    p = dl.Parameter(dl.tensor([[1.0, -2.0], [0.5, 3.0]]))
+    opt = cls([p], lr=0.1, **extra)
+    p.grad = dl.ones(2, 2)
+    opt.step()
+    opt.param_groups[0]["lr"] = 0.0
+    before = p.detach().numpy().copy()
+    opt.step()
+    if name != "LARS":
+        np.testing.assert_array_equal(p.detach().numpy(), before)
+    fresh = cls([p], lr=0.1, **extra)
+    fresh.load_state_dict(opt.state_dict())
+    assert fresh.param_groups[0]["lr"] == 0.0

@@ -45,7 +45,7 @@ class AdaBound(Optimizer):
         group.setdefault("base_lr", group["lr"])
 
     def _validate(self, group: dict) -> None:
-        self._check("lr", group["lr"], lambda v: v > 0, "> 0")
+        self._check("lr", group["lr"], lambda v: v >= 0, ">= 0")
         self._check_betas(group["betas"])
         self._check("final_lr", group["final_lr"], lambda v: v >= 0, ">= 0")
         self._check("gamma", group["gamma"], lambda v: 0 < v < 1, "in (0, 1)")

@@ -62,7 +62,7 @@ class Adafactor(Optimizer):
         else:
             if group["lr"] is None:
                 raise ValueError(f"{self._name}: relative_step=False needs an lr > 0, got None")
-            self._check("lr", group["lr"], lambda v: v > 0, "> 0")
+            self._check("lr", group["lr"], lambda v: v >= 0, ">= 0")
             if group["warmup_init"]:
                 raise ValueError(f"{self._name}: warmup_init=True needs relative_step=True")
         eps = group["eps"]

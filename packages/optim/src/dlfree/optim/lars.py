@@ -36,7 +36,7 @@ class LARS(Optimizer):
                                       exclude_from_lars=exclude_from_lars))
 
     def _validate(self, group: dict) -> None:
-        self._check("lr", group["lr"], lambda v: v > 0, "> 0")
+        self._check("lr", group["lr"], lambda v: v >= 0, ">= 0")
         self._check("momentum", group["momentum"], lambda v: 0 <= v < 1, "in [0, 1)")
         self._check("weight_decay", group["weight_decay"], lambda v: v >= 0, ">= 0")
         self._check("trust_coefficient", group["trust_coefficient"], lambda v: v > 0, "> 0")

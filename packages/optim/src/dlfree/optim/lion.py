@@ -29,7 +29,7 @@ class Lion(Optimizer):
         super().__init__(params, dict(lr=lr, betas=betas, weight_decay=weight_decay))
 
     def _validate(self, group: dict) -> None:
-        self._check("lr", group["lr"], lambda v: v > 0, "> 0")
+        self._check("lr", group["lr"], lambda v: v >= 0, ">= 0")
         self._check_betas(group["betas"])
         self._check("weight_decay", group["weight_decay"], lambda v: v >= 0, ">= 0")
 

@@ -33,7 +33,7 @@ class NovoGrad(Optimizer):
                                       grad_averaging=grad_averaging, amsgrad=amsgrad))
 
     def _validate(self, group: dict) -> None:
-        self._check("lr", group["lr"], lambda v: v > 0, "> 0")
+        self._check("lr", group["lr"], lambda v: v >= 0, ">= 0")
         self._check_betas(group["betas"])
         self._check("eps", group["eps"], lambda v: v >= 0, ">= 0")
         self._check("weight_decay", group["weight_decay"], lambda v: v >= 0, ">= 0")
