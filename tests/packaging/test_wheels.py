@@ -1,7 +1,9 @@
 """Build real wheels and install subsets into fresh virtual environments.
 
 (a) the core alone, (b) the core and the third-party fixture plugin, (c) a plugin that
-breaks on import beside them. Marked slow: each environment installs from the index.
+breaks on import beside them, (d) the core and dlfree-optim without dlfree-nn, (e) every
+first-party distribution plus a third-party layer package whose model round-trips through
+a model file between two processes. Marked slow: each environment installs from the index.
 """
 
 from __future__ import annotations
@@ -33,7 +35,11 @@ def _run(cmd, env=None, check=True):
 def wheels(tmp_path_factory) -> dict[str, Path]:
     out = tmp_path_factory.mktemp("wheels")
     projects = {"dlfree": ROOT / "packages" / "core",
+                "dlfree_nn": ROOT / "packages" / "nn",
+                "dlfree_optim": ROOT / "packages" / "optim",
+                "dlfree_metrics": ROOT / "packages" / "metrics",
                 "dlfree_fixture_plugin": FIXTURES / "dlfree-fixture-plugin",
+                "dlfree_fixture_layers": FIXTURES / "dlfree-fixture-layers",
                 "dlfree_broken_plugin": FIXTURES / "dlfree-broken-plugin"}
     _run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation",
           "-w", str(out), *map(str, projects.values())])
@@ -135,6 +141,71 @@ def test_c_a_broken_plugin_is_reported_and_skipped(venv, wheels):
     assert "PluginError" in strict.stderr and "dlfree-broken-plugin" in strict.stderr
     only = venv.run(code, DLFREE_PLUGINS="dlfree-fixture-plugin")
     assert only.stdout.strip() == "['Scale']" and "PluginWarning" not in only.stderr
+
+
+def test_d_core_and_optim_train_raw_parameters(venv, wheels):
+    venv.install(wheels["dlfree_optim"])
+    out = venv.run("""
+        import dlfree as dl
+        from dlfree import optim
+        dl.manual_seed(0)
+        x = dl.randn(64, 3)
+        y = x @ dl.tensor([[1.0], [-2.0], [0.5]])
+        w = dl.Parameter(dl.zeros(3, 1))
+        opt = optim.AdamW([w], lr=0.1, weight_decay=0.0)
+        losses = []
+        for _ in range(100):
+            opt.zero_grad()
+            loss = ((x @ w - y) ** 2).mean()
+            loss.backward()
+            opt.step()
+            losses.append(loss.item())
+        print(losses[0] > 1.0, losses[-1] < 1e-3)
+        print(dl.registry.optimizers.provider("LAMB")["distribution"])
+        try:
+            dl.nn
+        except ModuleNotFoundError as e:
+            print("no nn:", "pip install dlfree-nn" in str(e))
+    """).stdout.splitlines()
+    assert out == ["True True", "dlfree-optim", "no nn: True"]
+
+
+def test_e_everything_and_a_third_party_layer_in_a_model_file(tmp_path, venv, wheels):
+    venv.install(wheels["dlfree_nn"], wheels["dlfree_optim"], wheels["dlfree_metrics"],
+                 wheels["dlfree_fixture_layers"])
+    path = tmp_path / "model.safetensors"
+    saved = venv.run(f"""
+        import dlfree as dl
+        from dlfree import nn
+        from dlfree_fixture_layers import GatedLinear
+        dl.manual_seed(0)
+        model = nn.Sequential(GatedLinear(3, 4, gate_bias=0.5), nn.ReLU(), nn.Linear(4, 2))
+        dl.save(model, {str(path)!r})
+        print(model(dl.ones(1, 3)).detach().tolist())
+    """).stdout.strip()
+    loaded = venv.run(f"""
+        import sys
+        import dlfree as dl
+        model = dl.load({str(path)!r})
+        print(model(dl.ones(1, 3)).detach().tolist())
+        print(type(model[0]).__module__, float(model[0].gate.bias[0]))
+        print(sorted(m for m in sys.modules if m.startswith("dlfree_")))
+    """).stdout.splitlines()
+    assert loaded[0] == saved
+    assert loaded[1] == "dlfree_fixture_layers 0.5"
+    assert loaded[2] == "['dlfree_fixture_layers']"  # found through its entry point
+    listed = {r["distribution"] for r in json.loads(
+        _run([str(venv.bin / "dlfree"), "plugins", "--json"]).stdout)}
+    assert {"dlfree", "dlfree-nn", "dlfree-optim", "dlfree-metrics",
+            "dlfree-fixture-layers"} <= listed
+    missing = venv.run(f"""
+        import dlfree as dl
+        try:
+            dl.load({str(path)!r})
+        except dl.PluginError as e:
+            print(e)
+    """, DLFREE_PLUGINS="dlfree-nn").stdout
+    assert "'GatedLinear'" in missing and "pip install dlfree-fixture-layers" in missing
 
 
 def test_cuda_extras_pull_the_matching_cupy(wheels):
