@@ -12,7 +12,7 @@ from .init import INITIALIZERS
 _STRUCTURAL = (
     (containers, ("Sequential", "ModuleList", "ModuleDict", "ParameterList", "ParameterDict",
                   "Identity")),
-    (recurrent, ("RNNBase", "RNN", "RNNCell", "LSTM", "LSTMCell", "GRU", "GRUCell")),
+    (recurrent, ("RNN", "RNNCell", "LSTM", "LSTMCell", "GRU", "GRUCell")),
     (attention, ("MultiheadAttention",)),
     (transformer, ("TransformerEncoderLayer", "TransformerEncoder", "TransformerDecoderLayer",
                    "TransformerDecoder", "Transformer")),
