@@ -1,0 +1,299 @@
+"""DataLoader: batches against torch's DataLoader, identical batches with and without worker
+threads, reproducible shuffling, prefetching that overlaps the consumer, worker errors,
+clean shutdown, device placement and argument checks."""
+
+from __future__ import annotations
+
+import threading
+import time
+import traceback
+
+import numpy as np
+import pytest
+import torch
+import torch.utils.data as tud
+
+import dlfree as dl
+from dlfree.data import (
+    BatchSampler,
+    DataLoader,
+    Dataset,
+    IterableDataset,
+    SequentialSampler,
+    TensorDataset,
+)
+from dlfree.data.prefetch import THREAD_PREFIX
+
+
+def worker_threads() -> list[threading.Thread]:
+    return [t for t in threading.enumerate() if t.name.startswith(THREAD_PREFIX)]
+
+
+@pytest.fixture(autouse=True)
+def no_threads_left_behind():
+    yield
+    assert worker_threads() == []
+
+
+class Records(Dataset):
+    """Items {'x': a float32 row, 'y': an int}; optionally slow, logging each fetch."""
+
+    def __init__(self, n: int = 23, delay: float = 0.0, events: list | None = None):
+        self.x = np.arange(n * 3, dtype=np.float32).reshape(n, 3)
+        self.delay, self.events = delay, events
+
+    def __len__(self):
+        return len(self.x)
+
+    def __getitem__(self, i):
+        if self.events is not None:
+            self.events.append(("fetch", i))
+        if self.delay:
+            time.sleep(self.delay)
+        return {"x": self.x[i], "y": i}
+
+
+class Unsized(IterableDataset):
+    def __init__(self, n: int = 23):
+        self.n = n
+
+    def __iter__(self):
+        return ((np.full(2, i, dtype=np.int64), i * 0.5) for i in range(self.n))
+
+
+class Stream(Unsized):
+    def __len__(self):
+        return self.n
+
+
+class TorchStream(Stream, tud.IterableDataset):
+    """The same stream, marked iterable for torch's DataLoader."""
+
+
+def as_lists(loader) -> list:
+    """A loader's batches as plain nested lists, for comparison."""
+    def plain(value):
+        if isinstance(value, dl.Tensor | torch.Tensor):
+            return value.tolist()
+        if isinstance(value, dict):
+            return {k: plain(v) for k, v in value.items()}
+        if isinstance(value, list | tuple):
+            return [plain(v) for v in value]
+        return value
+    return [plain(batch) for batch in loader]
+
+
+@pytest.mark.parametrize("batch_size, drop_last", [(1, False), (4, False), (4, True), (23, True),
+                                                    (30, False), (30, True)])
+def test_in_order_batches_match_torch(batch_size, drop_last):
+    data = Records()
+    ours = DataLoader(data, batch_size=batch_size, drop_last=drop_last)
+    theirs = tud.DataLoader(data, batch_size=batch_size, drop_last=drop_last)
+    assert len(ours) == len(theirs)
+    assert as_lists(ours) == as_lists(theirs)
+
+
+@pytest.mark.parametrize("batch_size, drop_last", [(5, False), (5, True), (None, False)])
+def test_iterable_batches_match_torch(batch_size, drop_last):
+    ours = DataLoader(Stream(), batch_size=batch_size, drop_last=drop_last)
+    theirs = tud.DataLoader(TorchStream(), batch_size=batch_size, drop_last=drop_last)
+    assert len(ours) == len(theirs)
+    assert as_lists(ours) == as_lists(theirs)
+
+
+def test_unbatched_loading_converts_single_items():
+    ours = DataLoader(Records(5), batch_size=None)
+    theirs = tud.DataLoader(Records(5), batch_size=None)
+    assert len(ours) == 5 and as_lists(ours) == as_lists(theirs)
+    assert isinstance(next(iter(ours))["x"], dl.Tensor)
+
+
+def _loader(kind: str, workers: int, **kw):
+    if kind == "shuffled":
+        return DataLoader(Records(), batch_size=4, shuffle=True, num_workers=workers,
+                          generator=dl.Generator().manual_seed(9), **kw)
+    if kind == "in order, drop_last":
+        return DataLoader(Records(), batch_size=4, drop_last=True, num_workers=workers, **kw)
+    if kind == "batch_sampler":
+        sampler = BatchSampler(SequentialSampler(range(23)), 6, False)
+        return DataLoader(Records(), batch_sampler=sampler, num_workers=workers, **kw)
+    if kind == "unbatched":
+        return DataLoader(Records(7), batch_size=None, num_workers=workers, **kw)
+    if kind == "iterable":
+        return DataLoader(Stream(), batch_size=4, num_workers=workers, **kw)
+    raise AssertionError(kind)
+
+
+KINDS = ["shuffled", "in order, drop_last", "batch_sampler", "unbatched", "iterable"]
+
+
+@pytest.mark.parametrize("workers", [1, 3])
+@pytest.mark.parametrize("kind", KINDS)
+def test_workers_yield_exactly_the_batches_of_no_workers(kind, workers):
+    expected = as_lists(_loader(kind, 0))
+    assert as_lists(_loader(kind, workers)) == expected
+    assert as_lists(_loader(kind, workers, prefetch_factor=1)) == expected
+
+
+def test_shuffling_is_reproducible():
+    def order(**kw):
+        return [b["y"].tolist() for b in DataLoader(Records(), batch_size=5, shuffle=True, **kw)]
+
+    seeded = order(generator=dl.Generator().manual_seed(1))
+    assert sorted(sum(seeded, [])) == list(range(23))
+    assert seeded == order(generator=dl.Generator().manual_seed(1))
+    assert seeded != order(generator=dl.Generator().manual_seed(2))
+    dl.manual_seed(4)
+    first = order()
+    dl.manual_seed(4)
+    assert order() == first
+    loader = DataLoader(Records(), batch_size=5, shuffle=True,
+                        generator=dl.Generator().manual_seed(1))
+    assert as_lists(loader) != as_lists(loader)  # each epoch reshuffles
+
+
+def test_the_global_rng_is_drawn_at_the_same_moment_with_and_without_workers():
+    def run(workers):
+        dl.manual_seed(6)
+        iterator = iter(DataLoader(Records(), batch_size=5, shuffle=True, num_workers=workers))
+        between = dl.rand(2).tolist()  # e.g. a model initialised after iter(loader)
+        return between, as_lists(iterator)
+
+    assert run(0) == run(2)
+
+
+class Failing(Records):
+    def __getitem__(self, i):
+        if i == 9:
+            raise KeyError(f"record {i} is damaged")
+        return super().__getitem__(i)
+
+
+@pytest.mark.parametrize("workers", [0, 2])
+def test_an_error_while_loading_is_raised_with_the_original_traceback(workers):
+    loader = DataLoader(Failing(), batch_size=4, num_workers=workers)
+    seen = []
+    with pytest.raises(KeyError, match="record 9 is damaged") as info:
+        for batch in loader:
+            seen.append(batch["y"].tolist())
+    assert seen == [[0, 1, 2, 3], [4, 5, 6, 7]]
+    frames = [frame.name for frame in traceback.extract_tb(info.value.__traceback__)]
+    assert frames[-1] == "__getitem__"  # the line in the dataset that raised
+    if workers:
+        assert "DataLoader worker thread" in "".join(info.value.__notes__)
+
+
+@pytest.mark.parametrize("kind", ["shuffled", "iterable"])
+def test_leaving_a_loop_early_stops_the_worker_threads(kind):
+    loader = _loader(kind, 3)
+    for k, _ in enumerate(loader):
+        assert worker_threads()  # the workers are running now
+        if k == 1:
+            break
+    assert worker_threads() == []
+    iterator = iter(_loader(kind, 2))
+    next(iterator)
+    del iterator  # dropping an iterator also stops them
+    assert worker_threads() == []
+
+
+def test_closing_waits_for_a_slow_batch_and_leaves_no_thread():
+    loader = DataLoader(Records(40, delay=0.02), batch_size=2, num_workers=2)
+    iterator = iter(loader)
+    next(iterator)
+    iterator.close()
+    assert worker_threads() == []
+    with pytest.raises(StopIteration):
+        next(iterator)
+
+
+class Recorder:
+    """A thread-safe event log with a clock of its own (the order of appends)."""
+
+    def __init__(self):
+        self.events, self._lock = [], threading.Lock()
+
+    def append(self, event):
+        with self._lock:
+            self.events.append(event)
+
+    def position(self, event) -> int:
+        return self.events.index(event)
+
+
+@pytest.mark.parametrize("workers", [1, 3])
+def test_the_next_batches_load_while_the_consumer_works(workers):
+    log = Recorder()
+    loader = DataLoader(Records(16, delay=0.002, events=log), batch_size=2,
+                        num_workers=workers)
+    iterator = iter(loader)
+    next(iterator)
+    time.sleep(0.1)  # the training step on batch 0
+    log.append(("consume end", 0))
+    iterator.close()
+    # The next `workers` batches (items 2 .. 2 * workers + 1) were requested before the
+    # consumer finished batch 0.
+    first_done = log.position(("consume end", 0))
+    assert all(log.position(("fetch", i)) < first_done for i in range(2, 2 * workers + 2))
+
+
+def test_prefetching_stays_within_prefetch_factor_times_workers():
+    log = Recorder()
+    workers, factor, batch_size = 2, 2, 2
+    loader = DataLoader(Records(40, events=log), batch_size=batch_size, num_workers=workers,
+                        prefetch_factor=factor)
+    for k, _ in enumerate(loader):
+        time.sleep(0.002)
+        fetched = sum(event[0] == "fetch" for event in log.events)
+        # in flight: the batch in hand plus at most factor * workers more
+        assert fetched <= batch_size * (k + 1 + factor * workers)
+
+
+def test_batches_are_placed_on_the_device(fake_device):
+    for workers in (0, 2):
+        loader = DataLoader(Records(6), batch_size=4, num_workers=workers, device=fake_device)
+        batches = list(loader)
+        assert all(b["x"].device == fake_device and b["y"].device == fake_device
+                   for b in batches)
+        assert as_lists(batches) == as_lists(DataLoader(Records(6), batch_size=4))
+    assert DataLoader(Records(6), device="cpu").device == dl.Device("cpu")
+    with pytest.raises(dl.DeviceError, match="unknown device type 'nowhere'"):
+        DataLoader(Records(6), device="nowhere")
+
+
+def test_custom_collate_fn_and_tensor_dataset():
+    data = TensorDataset(dl.arange(10), dl.arange(10) * 2.0)
+    loader = DataLoader(data, batch_size=3, collate_fn=lambda items: len(items))
+    assert list(loader) == [3, 3, 3, 1]
+    xs, ys = next(iter(DataLoader(data, batch_size=4)))
+    assert xs.tolist() == [0, 1, 2, 3] and ys.tolist() == [0.0, 2.0, 4.0, 6.0]
+
+
+def test_len_of_an_iterable_without_len_is_a_clear_type_error():
+    loader = DataLoader(Unsized(5), batch_size=2)
+    assert len(list(loader)) == 3
+    with pytest.raises(TypeError, match="iterable dataset Unsized defines no __len__"):
+        len(loader)
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    ({"shuffle": True, "sampler": range(3)}, "either sampler= or shuffle=True"),
+    ({"batch_sampler": [[0]], "batch_size": 2}, "batch_sampler decides the batches"),
+    ({"batch_sampler": [[0]], "drop_last": True}, "batch_sampler decides the batches"),
+    ({"batch_size": None, "drop_last": True}, "drop_last=True needs a batch_size"),
+    ({"num_workers": -1}, "num_workers must be a non-negative integer"),
+    ({"prefetch_factor": 0}, "prefetch_factor must be a positive integer"),
+    ({"batch_size": 0}, "batch_size must be a positive integer"),
+    ({"shuffle": 1}, "shuffle must be True or False"),
+])
+def test_bad_arguments_are_named(kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        DataLoader(Records(3), **kwargs)
+
+
+def test_iterable_datasets_refuse_shuffling_and_samplers():
+    for kwargs in ({"shuffle": True}, {"sampler": range(3)}):
+        with pytest.raises(ValueError, match="an IterableDataset sets its own order"):
+            DataLoader(Stream(), **kwargs)
+    with pytest.raises(ValueError, match="batch_size must be a positive integer"):
+        DataLoader(Stream(), batch_size=-2)
