@@ -4,3 +4,12 @@ commands, exactly as a third-party plugin would (entry point `hf` in the `dlfree
 from __future__ import annotations
 
 from dlfree import hookimpl
+
+
+@hookimpl
+def dlfree_register_architectures(register):
+    # Imported here, not at module level: discovering plugins must stay cheap.
+    from .models import bert, distilbert, roberta
+
+    for family in (bert, roberta, distilbert):
+        register(family.MODEL_TYPE, family.CONFIG, family.HEADS)

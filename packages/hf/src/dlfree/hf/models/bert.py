@@ -1,0 +1,406 @@
+"""BERT (Devlin et al., 2019): the encoder, its pooler and the task heads, with transformers'
+module and weight names (`bert.encoder.layer.0.attention.self.query.weight`, ...)."""
+
+from __future__ import annotations
+
+import attrs
+
+import dlfree as dl
+from dlfree import functional as F
+from dlfree import nn
+
+from ..configuration import (
+    PretrainedConfig,
+    one_of,
+    optional,
+    positive_float,
+    positive_int,
+    probability,
+    token_id,
+)
+from ..modeling import (
+    ACTIVATIONS,
+    BaseModelOutputWithPooling,
+    MaskedLMOutput,
+    PreTrainedModel,
+    QuestionAnsweringModelOutput,
+    SequenceClassifierOutput,
+    TokenClassifierOutput,
+    embedding,
+    get_activation,
+    padding_mask,
+    sequence_classification_loss,
+    span_loss,
+    token_classification_loss,
+)
+
+__all__ = ["BertConfig", "BertPreTrainedModel", "BertModel", "BertForMaskedLM",
+           "BertForSequenceClassification", "BertForTokenClassification",
+           "BertForQuestionAnswering", "BertSelfAttention", "BertEncoder", "BertPooler"]
+
+
+@attrs.define(kw_only=True, slots=False)
+class BertConfig(PretrainedConfig):
+    """transformers' BertConfig fields (bert-base-uncased's values by default)."""
+
+    model_type = "bert"
+
+    vocab_size: int = attrs.field(default=30522, validator=positive_int)
+    hidden_size: int = attrs.field(default=768, validator=positive_int)
+    num_hidden_layers: int = attrs.field(default=12, validator=positive_int)
+    num_attention_heads: int = attrs.field(default=12, validator=positive_int)
+    intermediate_size: int = attrs.field(default=3072, validator=positive_int)
+    hidden_act: str = attrs.field(default="gelu", validator=one_of(*ACTIVATIONS))
+    hidden_dropout_prob: float = attrs.field(default=0.1, validator=probability)
+    attention_probs_dropout_prob: float = attrs.field(default=0.1, validator=probability)
+    max_position_embeddings: int = attrs.field(default=512, validator=positive_int)
+    type_vocab_size: int = attrs.field(default=2, validator=positive_int)
+    initializer_range: float = attrs.field(default=0.02, validator=positive_float)
+    layer_norm_eps: float = attrs.field(default=1e-12, validator=positive_float)
+    position_embedding_type: str = attrs.field(default="absolute", validator=one_of("absolute"))
+    classifier_dropout: float | None = attrs.field(default=None, validator=optional(probability))
+    pad_token_id: int | None = attrs.field(default=0, validator=token_id)
+
+    def validate(self) -> None:
+        if self.hidden_size % self.num_attention_heads:
+            raise ValueError(f"{type(self).__name__}: hidden_size ({self.hidden_size}) must be "
+                             f"divisible by num_attention_heads ({self.num_attention_heads})")
+        for flag in ("is_decoder", "add_cross_attention"):
+            if self.extra.get(flag):
+                raise ValueError(f"{type(self).__name__}.{flag}=True is not supported: "
+                                 "dl.free's BERT family is a bidirectional encoder")
+
+
+# ------------------------------------------------------------------------ layers
+class BertEmbeddings(nn.Module):
+    """Word + position + token-type embeddings, then LayerNorm and dropout."""
+
+    def __init__(self, config: BertConfig):
+        super().__init__()
+        self.word_embeddings = embedding(config.vocab_size, config.hidden_size,
+                                            padding_idx=config.pad_token_id)
+        self.position_embeddings = embedding(config.max_position_embeddings,
+                                                config.hidden_size)
+        self.token_type_embeddings = embedding(config.type_vocab_size, config.hidden_size)
+        self.LayerNorm = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps)
+        self.dropout = nn.Dropout(config.hidden_dropout_prob)
+
+    def position_ids(self, input_ids):
+        """Absolute positions 0..L-1 (RoBERTa overrides this)."""
+        return dl.arange(input_ids.shape[1], device=input_ids.device).unsqueeze(0)
+
+    def forward(self, input_ids, token_type_ids=None, position_ids=None):
+        if position_ids is None:
+            position_ids = self.position_ids(input_ids)
+        if position_ids.shape[-1] and int(position_ids.max()) >= \
+                self.position_embeddings.num_embeddings:
+            raise dl.ShapeError(f"{type(self).__name__}: the sequence needs position "
+                                f"{int(position_ids.max())}, but max_position_embeddings is "
+                                f"{self.position_embeddings.num_embeddings}; truncate the input")
+        if token_type_ids is None:
+            token_type_ids = dl.zeros(*input_ids.shape, dtype=dl.int64, device=input_ids.device)
+        embeddings = (self.word_embeddings(input_ids)
+                      + self.token_type_embeddings(token_type_ids)
+                      + self.position_embeddings(position_ids))
+        return self.dropout(self.LayerNorm(embeddings))
+
+
+class BertSelfAttention(nn.Module):
+    """Multi-head self-attention: all heads at once through scaled_dot_product_attention."""
+
+    def __init__(self, config: BertConfig):
+        super().__init__()
+        self.num_heads = config.num_attention_heads
+        self.head_dim = config.hidden_size // config.num_attention_heads
+        self.query = nn.Linear(config.hidden_size, config.hidden_size)
+        self.key = nn.Linear(config.hidden_size, config.hidden_size)
+        self.value = nn.Linear(config.hidden_size, config.hidden_size)
+        self.dropout_p = config.attention_probs_dropout_prob
+
+    def forward(self, hidden_states, mask=None):
+        batch, length, width = hidden_states.shape
+
+        def split_heads(x):
+            return x.reshape(batch, length, self.num_heads, self.head_dim).transpose(1, 2)
+
+        context = F.scaled_dot_product_attention(
+            split_heads(self.query(hidden_states)), split_heads(self.key(hidden_states)),
+            split_heads(self.value(hidden_states)), attn_mask=mask,
+            dropout_p=self.dropout_p if self.training else 0.0)
+        return context.transpose(1, 2).reshape(batch, length, width)
+
+
+class BertSelfOutput(nn.Module):
+    """Projection, dropout, residual and LayerNorm after attention."""
+
+    def __init__(self, config: BertConfig):
+        super().__init__()
+        self.dense = nn.Linear(config.hidden_size, config.hidden_size)
+        self.LayerNorm = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps)
+        self.dropout = nn.Dropout(config.hidden_dropout_prob)
+
+    def forward(self, hidden_states, residual):
+        return self.LayerNorm(self.dropout(self.dense(hidden_states)) + residual)
+
+
+class BertAttention(nn.Module):
+    def __init__(self, config: BertConfig):
+        super().__init__()
+        self.self = BertSelfAttention(config)
+        self.output = BertSelfOutput(config)
+
+    def forward(self, hidden_states, mask=None):
+        return self.output(self.self(hidden_states, mask), hidden_states)
+
+
+class BertIntermediate(nn.Module):
+    def __init__(self, config: BertConfig):
+        super().__init__()
+        self.dense = nn.Linear(config.hidden_size, config.intermediate_size)
+        self.activation = get_activation(config.hidden_act)
+
+    def forward(self, hidden_states):
+        return self.activation(self.dense(hidden_states))
+
+
+class BertOutput(nn.Module):
+    """Feed-forward down-projection, dropout, residual and LayerNorm."""
+
+    def __init__(self, config: BertConfig):
+        super().__init__()
+        self.dense = nn.Linear(config.intermediate_size, config.hidden_size)
+        self.LayerNorm = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps)
+        self.dropout = nn.Dropout(config.hidden_dropout_prob)
+
+    def forward(self, hidden_states, residual):
+        return self.LayerNorm(self.dropout(self.dense(hidden_states)) + residual)
+
+
+class BertLayer(nn.Module):
+    def __init__(self, config: BertConfig):
+        super().__init__()
+        self.attention = BertAttention(config)
+        self.intermediate = BertIntermediate(config)
+        self.output = BertOutput(config)
+
+    def forward(self, hidden_states, mask=None):
+        attended = self.attention(hidden_states, mask)
+        return self.output(self.intermediate(attended), attended)
+
+
+class BertEncoder(nn.Module):
+    def __init__(self, config: BertConfig):
+        super().__init__()
+        self.layer = nn.ModuleList([BertLayer(config) for _ in range(config.num_hidden_layers)])
+
+    def forward(self, hidden_states, mask=None, output_hidden_states: bool = False):
+        """The last hidden states, and every layer's input and the last output if asked."""
+        states = [hidden_states] if output_hidden_states else None
+        for layer in self.layer:
+            hidden_states = layer(hidden_states, mask)
+            if states is not None:
+                states.append(hidden_states)
+        return hidden_states, (tuple(states) if states is not None else None)
+
+
+class BertPooler(nn.Module):
+    """tanh(dense(first token's hidden state)): the sentence vector the classifier reads."""
+
+    def __init__(self, config: BertConfig):
+        super().__init__()
+        self.dense = nn.Linear(config.hidden_size, config.hidden_size)
+
+    def forward(self, hidden_states):
+        return F.tanh(self.dense(hidden_states[:, 0]))
+
+
+# ------------------------------------------------------------------------ models
+def as_input_ids(input_ids):
+    """`input_ids` as an integer (batch, sequence) tensor, or a clear error."""
+    if input_ids is None:
+        raise ValueError("input_ids is required: a (batch, sequence) tensor of token ids")
+    ids = input_ids if isinstance(input_ids, dl.Tensor) else dl.as_tensor(input_ids)
+    if ids.ndim != 2:
+        raise dl.ShapeError(f"input_ids must be (batch, sequence), got shape {tuple(ids.shape)}")
+    if ids.is_floating_point():
+        raise dl.DTypeError(f"input_ids must hold integer token ids, got {ids.dtype}")
+    return ids
+
+
+def _optional_ids(ids):
+    return ids if ids is None or isinstance(ids, dl.Tensor) else dl.as_tensor(ids)
+
+
+class BertPreTrainedModel(PreTrainedModel):
+    """BERT's config class and weight prefix, shared by the base model and the heads."""
+
+    config_class = BertConfig
+    base_model_prefix = "bert"
+
+
+class BertModel(BertPreTrainedModel):
+    """The BERT encoder: `last_hidden_state` (batch, sequence, hidden) and, with the pooling
+    layer, `pooler_output` (batch, hidden)."""
+
+    embeddings_class = BertEmbeddings
+
+    def __init__(self, config: BertConfig, add_pooling_layer: bool = True):
+        super().__init__(config)
+        self.embeddings = self.embeddings_class(config)
+        self.encoder = BertEncoder(config)
+        self.pooler = BertPooler(config) if add_pooling_layer else None
+        self.post_init()
+
+    def forward(self, input_ids=None, attention_mask=None, token_type_ids=None,
+                position_ids=None, output_hidden_states: bool = False):
+        """`attention_mask` (batch, sequence): 1 for tokens, 0 for padding."""
+        input_ids = as_input_ids(input_ids)
+        batch, length = input_ids.shape
+        hidden = self.embeddings(input_ids, _optional_ids(token_type_ids),
+                                 _optional_ids(position_ids))
+        last, states = self.encoder(hidden, padding_mask(attention_mask, batch, length),
+                                    output_hidden_states)
+        pooled = self.pooler(last) if self.pooler is not None else None
+        return BaseModelOutputWithPooling(last_hidden_state=last, pooler_output=pooled,
+                                          hidden_states=states)
+
+
+class BertPredictionHeadTransform(nn.Module):
+    def __init__(self, config: BertConfig):
+        super().__init__()
+        self.dense = nn.Linear(config.hidden_size, config.hidden_size)
+        self.activation = get_activation(config.hidden_act)
+        self.LayerNorm = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps)
+
+    def forward(self, hidden_states):
+        return self.LayerNorm(self.activation(self.dense(hidden_states)))
+
+
+class BertLMPredictionHead(nn.Module):
+    """Transform, then scores over the vocabulary; tied, the decoder's bias is `bias`."""
+
+    def __init__(self, config: BertConfig):
+        super().__init__()
+        self.bias = nn.Parameter(dl.zeros(config.vocab_size))
+        self.transform = BertPredictionHeadTransform(config)
+        self.decoder = nn.Linear(config.hidden_size, config.vocab_size)
+
+    def forward(self, hidden_states):
+        return self.decoder(self.transform(hidden_states))
+
+
+class BertOnlyMLMHead(nn.Module):
+    def __init__(self, config: BertConfig):
+        super().__init__()
+        self.predictions = BertLMPredictionHead(config)
+
+    def forward(self, hidden_states):
+        return self.predictions(hidden_states)
+
+
+class BertForMaskedLM(BertPreTrainedModel):
+    """Scores over the vocabulary for every position; the decoder shares the word
+    embeddings. `labels` (-100 where not masked) gives the masked-LM loss."""
+    _tied_weights = [("cls.predictions.decoder.weight", "bert.embeddings.word_embeddings.weight"),
+                     ("cls.predictions.decoder.bias", "cls.predictions.bias")]
+
+    def __init__(self, config: BertConfig):
+        super().__init__(config)
+        self.bert = BertModel(config, add_pooling_layer=False)
+        self.cls = BertOnlyMLMHead(config)
+        self.post_init()
+
+    def forward(self, input_ids=None, attention_mask=None, token_type_ids=None,
+                position_ids=None, labels=None, output_hidden_states: bool = False):
+        out = self.bert(input_ids, attention_mask, token_type_ids, position_ids,
+                        output_hidden_states)
+        logits = self.cls(out.last_hidden_state)
+        loss = token_classification_loss(logits, labels) if labels is not None else None
+        return MaskedLMOutput(loss=loss, logits=logits, hidden_states=out.hidden_states)
+
+
+def classifier_dropout_rate(config: BertConfig) -> float:
+    return config.classifier_dropout if config.classifier_dropout is not None \
+        else config.hidden_dropout_prob
+
+
+class BertForSequenceClassification(BertPreTrainedModel):
+    """A linear classifier on the pooled output; `labels` gives the loss for
+    `config.problem_type` (regression, single- or multi-label)."""
+
+    def __init__(self, config: BertConfig):
+        super().__init__(config)
+        self.bert = BertModel(config)
+        self.dropout = nn.Dropout(classifier_dropout_rate(config))
+        self.classifier = nn.Linear(config.hidden_size, config.num_labels)
+        self.post_init()
+
+    def forward(self, input_ids=None, attention_mask=None, token_type_ids=None,
+                position_ids=None, labels=None, output_hidden_states: bool = False):
+        out = self.bert(input_ids, attention_mask, token_type_ids, position_ids,
+                        output_hidden_states)
+        logits = self.classifier(self.dropout(out.pooler_output))
+        loss = sequence_classification_loss(logits, labels, self.config) \
+            if labels is not None else None
+        return SequenceClassifierOutput(loss=loss, logits=logits, hidden_states=out.hidden_states)
+
+
+class BertForTokenClassification(BertPreTrainedModel):
+    """A linear classifier on every token's hidden state (NER, tagging)."""
+
+    def __init__(self, config: BertConfig):
+        super().__init__(config)
+        self.bert = BertModel(config, add_pooling_layer=False)
+        self.dropout = nn.Dropout(classifier_dropout_rate(config))
+        self.classifier = nn.Linear(config.hidden_size, config.num_labels)
+        self.post_init()
+
+    def forward(self, input_ids=None, attention_mask=None, token_type_ids=None,
+                position_ids=None, labels=None, output_hidden_states: bool = False):
+        out = self.bert(input_ids, attention_mask, token_type_ids, position_ids,
+                        output_hidden_states)
+        logits = self.classifier(self.dropout(out.last_hidden_state))
+        loss = token_classification_loss(logits, labels) if labels is not None else None
+        return TokenClassifierOutput(loss=loss, logits=logits, hidden_states=out.hidden_states)
+
+
+def span_label_count(config: PretrainedConfig) -> int:
+    if config.num_labels != 2:
+        raise ValueError(f"question answering predicts a start and an end per token, so "
+                         f"num_labels must be 2; the config has {config.num_labels}")
+    return 2
+
+
+def qa_logits(qa_outputs: nn.Linear, hidden_states):
+    """Start and end logits (batch, sequence) from the span classifier."""
+    start, end = qa_outputs(hidden_states).split(1, dim=-1)
+    return start.squeeze(-1), end.squeeze(-1)
+
+
+class BertForQuestionAnswering(BertPreTrainedModel):
+    """Start and end logits of the answer span over the tokens (extractive QA)."""
+
+    def __init__(self, config: BertConfig):
+        super().__init__(config)
+        self.bert = BertModel(config, add_pooling_layer=False)
+        self.qa_outputs = nn.Linear(config.hidden_size, span_label_count(config))
+        self.post_init()
+
+    def forward(self, input_ids=None, attention_mask=None, token_type_ids=None,
+                position_ids=None, start_positions=None, end_positions=None,
+                output_hidden_states: bool = False):
+        out = self.bert(input_ids, attention_mask, token_type_ids, position_ids,
+                        output_hidden_states)
+        start, end = qa_logits(self.qa_outputs, out.last_hidden_state)
+        loss = span_loss(start, end, start_positions, end_positions) \
+            if start_positions is not None and end_positions is not None else None
+        return QuestionAnsweringModelOutput(loss=loss, start_logits=start, end_logits=end,
+                                            hidden_states=out.hidden_states)
+
+
+MODEL_TYPE = "bert"
+CONFIG = BertConfig
+HEADS = {"base": BertModel, "masked_lm": BertForMaskedLM,
+         "sequence_classification": BertForSequenceClassification,
+         "token_classification": BertForTokenClassification,
+         "question_answering": BertForQuestionAnswering}

@@ -1,0 +1,196 @@
+"""RoBERTa (Liu et al., 2019): BERT's encoder with positions counted from the padding index
+and its own masked-LM and classification heads (`roberta.`, `lm_head.`, `classifier.`)."""
+
+from __future__ import annotations
+
+import attrs
+
+import dlfree as dl
+from dlfree import functional as F
+from dlfree import nn
+
+from ..configuration import positive_int, token_id
+from ..modeling import (
+    MaskedLMOutput,
+    PreTrainedModel,
+    QuestionAnsweringModelOutput,
+    SequenceClassifierOutput,
+    TokenClassifierOutput,
+    embedding,
+    sequence_classification_loss,
+    span_loss,
+    token_classification_loss,
+)
+from .bert import (
+    BertConfig,
+    BertEmbeddings,
+    BertModel,
+    classifier_dropout_rate,
+    qa_logits,
+    span_label_count,
+)
+
+__all__ = ["RobertaConfig", "RobertaPreTrainedModel", "RobertaModel", "RobertaForMaskedLM",
+           "RobertaForSequenceClassification", "RobertaForTokenClassification",
+           "RobertaForQuestionAnswering"]
+
+
+@attrs.define(kw_only=True, slots=False)
+class RobertaConfig(BertConfig):
+    """transformers' RobertaConfig: BertConfig's fields with RoBERTa's special tokens."""
+
+    model_type = "roberta"
+
+    vocab_size: int = attrs.field(default=50265, validator=positive_int)
+    pad_token_id: int | None = attrs.field(default=1, validator=token_id)
+    bos_token_id: int | None = attrs.field(default=0, validator=token_id)
+    eos_token_id: int | list[int] | None = attrs.field(default=2, validator=token_id)
+
+
+class RobertaEmbeddings(BertEmbeddings):
+    """BERT's embeddings, but a token's position is padding_idx + 1 + its index among the
+    non-padding tokens, and padding tokens get position padding_idx."""
+
+    def __init__(self, config: RobertaConfig):
+        super().__init__(config)
+        self.padding_idx = config.pad_token_id
+        self.position_embeddings = embedding(config.max_position_embeddings,
+                                                config.hidden_size, padding_idx=self.padding_idx)
+
+    def position_ids(self, input_ids):
+        real = (input_ids != self.padding_idx).long()
+        return dl.cumsum(real, dim=1) * real + self.padding_idx
+
+
+class RobertaPreTrainedModel(PreTrainedModel):
+    """RoBERTa's config class and weight prefix, shared by the base model and the heads."""
+
+    config_class = RobertaConfig
+    base_model_prefix = "roberta"
+
+
+class RobertaModel(BertModel):
+    """The RoBERTa encoder: `last_hidden_state` and, with the pooling layer,
+    `pooler_output`."""
+
+    config_class = RobertaConfig
+    base_model_prefix = "roberta"
+    embeddings_class = RobertaEmbeddings
+
+
+class RobertaLMHead(nn.Module):
+    """dense, gelu, layer_norm, then scores over the vocabulary (tied, the decoder's bias
+    is `bias`)."""
+
+    def __init__(self, config: RobertaConfig):
+        super().__init__()
+        self.bias = nn.Parameter(dl.zeros(config.vocab_size))
+        self.dense = nn.Linear(config.hidden_size, config.hidden_size)
+        self.layer_norm = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps)
+        self.decoder = nn.Linear(config.hidden_size, config.vocab_size)
+
+    def forward(self, features):
+        return self.decoder(self.layer_norm(F.gelu(self.dense(features))))
+
+
+class RobertaForMaskedLM(RobertaPreTrainedModel):
+    """Scores over the vocabulary for every position; the decoder shares the word
+    embeddings. `labels` (-100 where not masked) gives the masked-LM loss."""
+    _tied_weights = [("lm_head.decoder.weight", "roberta.embeddings.word_embeddings.weight"),
+                     ("lm_head.decoder.bias", "lm_head.bias")]
+
+    def __init__(self, config: RobertaConfig):
+        super().__init__(config)
+        self.roberta = RobertaModel(config, add_pooling_layer=False)
+        self.lm_head = RobertaLMHead(config)
+        self.post_init()
+
+    def forward(self, input_ids=None, attention_mask=None, token_type_ids=None,
+                position_ids=None, labels=None, output_hidden_states: bool = False):
+        out = self.roberta(input_ids, attention_mask, token_type_ids, position_ids,
+                           output_hidden_states)
+        logits = self.lm_head(out.last_hidden_state)
+        loss = token_classification_loss(logits, labels) if labels is not None else None
+        return MaskedLMOutput(loss=loss, logits=logits, hidden_states=out.hidden_states)
+
+
+class RobertaClassificationHead(nn.Module):
+    """On the first token (<s>): dropout, dense, tanh, dropout, out_proj."""
+
+    def __init__(self, config: RobertaConfig):
+        super().__init__()
+        self.dense = nn.Linear(config.hidden_size, config.hidden_size)
+        self.dropout = nn.Dropout(classifier_dropout_rate(config))
+        self.out_proj = nn.Linear(config.hidden_size, config.num_labels)
+
+    def forward(self, features):
+        x = self.dropout(F.tanh(self.dense(self.dropout(features[:, 0]))))
+        return self.out_proj(x)
+
+
+class RobertaForSequenceClassification(RobertaPreTrainedModel):
+    """RoBERTa's classification head on <s>; `labels` gives the loss for
+    `config.problem_type` (regression, single- or multi-label)."""
+
+    def __init__(self, config: RobertaConfig):
+        super().__init__(config)
+        self.roberta = RobertaModel(config, add_pooling_layer=False)
+        self.classifier = RobertaClassificationHead(config)
+        self.post_init()
+
+    def forward(self, input_ids=None, attention_mask=None, token_type_ids=None,
+                position_ids=None, labels=None, output_hidden_states: bool = False):
+        out = self.roberta(input_ids, attention_mask, token_type_ids, position_ids,
+                           output_hidden_states)
+        logits = self.classifier(out.last_hidden_state)
+        loss = sequence_classification_loss(logits, labels, self.config) \
+            if labels is not None else None
+        return SequenceClassifierOutput(loss=loss, logits=logits, hidden_states=out.hidden_states)
+
+
+class RobertaForTokenClassification(RobertaPreTrainedModel):
+    """A linear classifier on every token's hidden state (NER, tagging)."""
+
+    def __init__(self, config: RobertaConfig):
+        super().__init__(config)
+        self.roberta = RobertaModel(config, add_pooling_layer=False)
+        self.dropout = nn.Dropout(classifier_dropout_rate(config))
+        self.classifier = nn.Linear(config.hidden_size, config.num_labels)
+        self.post_init()
+
+    def forward(self, input_ids=None, attention_mask=None, token_type_ids=None,
+                position_ids=None, labels=None, output_hidden_states: bool = False):
+        out = self.roberta(input_ids, attention_mask, token_type_ids, position_ids,
+                           output_hidden_states)
+        logits = self.classifier(self.dropout(out.last_hidden_state))
+        loss = token_classification_loss(logits, labels) if labels is not None else None
+        return TokenClassifierOutput(loss=loss, logits=logits, hidden_states=out.hidden_states)
+
+
+class RobertaForQuestionAnswering(RobertaPreTrainedModel):
+    """Start and end logits of the answer span over the tokens (extractive QA)."""
+
+    def __init__(self, config: RobertaConfig):
+        super().__init__(config)
+        self.roberta = RobertaModel(config, add_pooling_layer=False)
+        self.qa_outputs = nn.Linear(config.hidden_size, span_label_count(config))
+        self.post_init()
+
+    def forward(self, input_ids=None, attention_mask=None, token_type_ids=None,
+                position_ids=None, start_positions=None, end_positions=None,
+                output_hidden_states: bool = False):
+        out = self.roberta(input_ids, attention_mask, token_type_ids, position_ids,
+                           output_hidden_states)
+        start, end = qa_logits(self.qa_outputs, out.last_hidden_state)
+        loss = span_loss(start, end, start_positions, end_positions) \
+            if start_positions is not None and end_positions is not None else None
+        return QuestionAnsweringModelOutput(loss=loss, start_logits=start, end_logits=end,
+                                            hidden_states=out.hidden_states)
+
+
+MODEL_TYPE = "roberta"
+CONFIG = RobertaConfig
+HEADS = {"base": RobertaModel, "masked_lm": RobertaForMaskedLM,
+         "sequence_classification": RobertaForSequenceClassification,
+         "token_classification": RobertaForTokenClassification,
+         "question_answering": RobertaForQuestionAnswering}
