@@ -75,3 +75,15 @@ def test_atomic_write_names_a_missing_folder(tmp_path):
         atomic_write(tmp_path / "nope" / "f.bin", b"x")
     with pytest.raises(IsADirectoryError, match="folder"):
         atomic_write(tmp_path, b"x")
+
+
+def test_atomic_write_gives_ordinary_file_modes(tmp_path):
+    fresh = atomic_write(tmp_path / "fresh.bin", b"x")
+    umask = os.umask(0o022)
+    os.umask(umask)
+    assert fresh.stat().st_mode & 0o777 == 0o666 & ~umask
+    kept = tmp_path / "kept.bin"
+    kept.write_bytes(b"old")
+    kept.chmod(0o640)
+    atomic_write(kept, b"new")
+    assert kept.stat().st_mode & 0o777 == 0o640

@@ -8,18 +8,39 @@ import tempfile
 from pathlib import Path
 
 
+def _umask() -> int:
+    """The process's umask, read without changing it where Linux allows."""
+    try:
+        with open("/proc/self/status") as status:
+            for line in status:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except OSError:
+        pass
+    mask = os.umask(0o022)  # elsewhere: set and restore (not thread safe, but brief)
+    os.umask(mask)
+    return mask
+
+
 def atomic_write(path: str | os.PathLike, data: bytes) -> Path:
     """Write `data` to `path` through a temporary file in the same folder, flushed to disk
     (fsync) and renamed over the target; the folder entry is synced too. On any failure
-    the target is untouched and the temporary file is removed."""
+    the target is untouched and the temporary file is removed. The file gets the mode a
+    plain `open(path, "wb")` would give (the old file's mode when replacing one), not the
+    private mode of temporary files."""
     path = Path(path)
     if path.is_dir():
         raise IsADirectoryError(f"cannot write {path}: it is a folder; give a file name")
     folder = path.parent if str(path.parent) else Path(".")
     if not folder.is_dir():
         raise FileNotFoundError(f"cannot write {path}: the folder {folder} does not exist")
+    try:
+        mode = path.stat().st_mode & 0o7777
+    except FileNotFoundError:
+        mode = 0o666 & ~_umask()
     fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{path.name}.", suffix=".tmp")
     try:
+        os.fchmod(fd, mode)
         with os.fdopen(fd, "wb") as f:
             f.write(data)
             f.flush()
