@@ -132,6 +132,13 @@ def run_backward(outputs, grad_outputs, retain_graph, create_graph, inputs=None,
                         g = new
             if targets is not None and node in targets:
                 targets[node] = g
+            if node.output_index is not None:  # one output of a multi-output op
+                op = node.next_edges[0]
+                slots = grads.get(op)
+                if slots is None:
+                    slots = grads[op] = [None] * op.n_outputs
+                slots[node.output_index] = g
+                continue
             if node._freed:
                 raise AutogradError(
                     f"{node.name}: trying to backward through the graph a second time (its "

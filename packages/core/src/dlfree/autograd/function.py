@@ -16,10 +16,17 @@ class Function:
     per input, so that backward is itself differentiable. `saves` lists the indices of
     inputs kept for backward and `save_output` keeps the result; forward may set them
     per call. `self.needs_input_grad` tells forward and backward which inputs need one.
+
+    An op with several outputs is a node whose result its outputs' nodes take as their one
+    input; each output's node sets `output_index`, and the op's node `n_outputs`. The
+    engine then calls no backward on the outputs' nodes: it hands the op's backward one
+    list with each output's gradient (None where an output got none), so that the op can
+    combine them in one go (split writes all pieces into one array).
     """
 
     saves: tuple = ()
     save_output = False
+    output_index = None
 
     @classmethod
     def apply(cls, *inputs, **params):

@@ -11,6 +11,7 @@ import numbers
 
 from .. import dtypes
 from ..autograd.function import Function
+from ..autograd.grad_mode import STATE
 from ..errors import DTypeError, ShapeError
 from ..tensor import Size, Tensor
 from ._util import as_view, normalize_dim, sum_to, tensor_method
@@ -534,20 +535,70 @@ def select(input, dim: int, index) -> Tensor:
     return slice_view(input, (_ALL,) * d + (index, Ellipsis))
 
 
+class Split(Function):
+    """The op behind split, chunk and unbind, whose outputs are the `Piece`s of its input.
+
+    Forward passes the input through; the pieces are views of it at `keys`. The engine hands
+    the gradient of every piece to one backward (see `Function.output_index`), which writes
+    them into one array: one allocation and one pass over the input's size, however many
+    pieces there are, with zeros only where a piece got no gradient.
+    """
+
+    def forward(self, x, keys, dim, unbound):
+        self.keys, self.dim, self.unbound, self.shape = keys, dim, unbound, x.shape
+        self.shapes = [x[key].shape for key in keys]
+        self.n_outputs = len(keys)
+        return x
+
+    def backward(self, grads):
+        given = next(g for g in grads if g is not None)
+        xp, dtype = self.xp, given._data.dtype
+        if STATE.enabled:  # recording: the pieces joined by Tensor ops, for double backward
+            parts = [g if g is not None else Tensor._make(xp.zeros(shape, dtype), self.device)
+                     for shape, g in zip(self.shapes, grads, strict=True)]
+            return ((stack if self.unbound else cat)(parts, self.dim),)
+        out = xp.empty(self.shape, dtype=dtype)
+        for key, g in zip(self.keys, grads, strict=True):
+            out[key] = 0 if g is None else g._data
+        return (Tensor._make(out, self.device),)
+
+    def release(self) -> None:
+        """Keep the layout of the pieces, all that backward reads: as in torch, another
+        backward through pieces that the first one did not reach needs no retain_graph."""
+
+
+class Piece(Function):
+    """One output of `Split`, its input at `key`; its gradient goes to Split's backward."""
+
+    def forward(self, whole, key, index):
+        self.output_index = index
+        return whole[key]
+
+
+def _pieces(input: Tensor, keys: list, d: int, unbound: bool = False) -> tuple:
+    """The views of `input` at `keys` along dim `d`, under one Split node when recording."""
+    if not (STATE.enabled and input.requires_grad):
+        return tuple(slice_view(input, key) for key in keys)
+    whole = Split.apply(input, keys=keys, dim=d, unbound=unbound)
+    return tuple(as_view(Piece.apply(whole, key=key, index=i), input,
+                         lambda root, key=key: slice_view(root, key))
+                 for i, key in enumerate(keys))
+
+
 @tensor_method()
 def unbind(input, dim: int = 0) -> tuple:
     """All slices along `dim`, as a tuple of views."""
     d, n = _dim_size(input, dim, "unbind")
-    return tuple(slice_view(input, (_ALL,) * d + (i, Ellipsis)) for i in range(n))
+    return _pieces(input, [(_ALL,) * d + (i, Ellipsis) for i in range(n)], d, unbound=True)
 
 
-def _pieces(input: Tensor, d: int, sizes) -> tuple:
-    key = (_ALL,) * d
-    pieces, start = [], 0
+def _split_keys(d: int, sizes) -> list:
+    """The keys of consecutive pieces of `sizes` along dim `d`."""
+    keys, start = [], 0
     for size in sizes:
-        pieces.append(slice_view(input, key + (slice(start, start + size), Ellipsis)))
+        keys.append((_ALL,) * d + (slice(start, start + size), Ellipsis))
         start += size
-    return tuple(pieces)
+    return keys
 
 
 @tensor_method()
@@ -566,7 +617,7 @@ def split(tensor, split_size_or_sections, dim: int = 0) -> tuple:
         if sum(sizes) != n or any(s < 0 for s in sizes):
             raise ShapeError(f"split: sizes {sizes} must be non-negative and add up to the size "
                              f"{n} of dimension {d} (tensor shape {tuple(tensor.shape)})")
-    return _pieces(tensor, d, sizes)
+    return _pieces(tensor, _split_keys(d, sizes), d)
 
 
 @tensor_method()
@@ -576,7 +627,7 @@ def chunk(input, chunks: int, dim: int = 0) -> tuple:
         raise ShapeError(f"chunk: chunks must be positive, got {chunks}")
     d, n = _dim_size(input, dim, "chunk")
     if n == 0:
-        return _pieces(input, d, [0] * chunks)
+        return _pieces(input, _split_keys(d, [0] * chunks), d)
     return split(input, -(-n // chunks), d)
 
 
