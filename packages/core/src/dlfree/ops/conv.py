@@ -19,6 +19,7 @@ from __future__ import annotations
 import math
 import numbers
 
+from ..amp.casts import AUTOCAST, to_autocast_dtype
 from ..autograd.function import Function
 from ..backends.im2col import Shifted, Window, scratch
 from ..errors import DTypeError, ShapeError
@@ -394,6 +395,8 @@ def _finish(out, bias, d: int, unbatched: bool):
 
 # -------------------------------------------------------------------- convolutions
 def _conv(op, d, input, weight, bias, stride, padding, dilation, groups):
+    if AUTOCAST.on:
+        input, weight, bias = to_autocast_dtype(input, weight, bias)
     _check_operands(op, input, weight, bias, d, "(out_channels, in_channels / groups, *kernel)")
     x, unbatched = _batched(input, d, op)
     channels = x.shape[1]
@@ -436,6 +439,8 @@ def conv3d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
 
 def _conv_transpose(op, d, input, weight, bias, stride, padding, output_padding, groups,
                     dilation):
+    if AUTOCAST.on:
+        input, weight, bias = to_autocast_dtype(input, weight, bias)
     _check_operands(op, input, weight, bias, d, "(in_channels, out_channels / groups, *kernel)")
     x, unbatched = _batched(input, d, op)
     channels = x.shape[1]

@@ -7,6 +7,7 @@ import numbers
 import string
 
 from .. import dtypes
+from ..amp.casts import AUTOCAST, to_autocast_dtype, to_float32
 from ..autograd.function import Function
 from ..autograd.grad_mode import STATE
 from ..errors import AutogradError, DTypeError, ShapeError
@@ -83,6 +84,8 @@ def _rows(array):
 
 
 def _matmul(input, other, op: str) -> Tensor:
+    if AUTOCAST.on:
+        input, other = to_autocast_dtype(input, other)
     a, b = promote(input, other, op)
     if a.ndim == 0 or b.ndim == 0:
         raise ShapeError(f"{op}: both arguments need at least 1 dimension, got shapes "
@@ -322,6 +325,8 @@ class SingularValues(Function):
 def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim: bool = False, *, dtype=None) -> Tensor:
     """Matrix norm over the two dims `dim`: 'fro', 'nuc', 1, -1, 2, -2, inf or -inf."""
     op = "linalg.matrix_norm"
+    if AUTOCAST.on and dtype is None:
+        A = to_float32(A)
     if dtype is not None:
         A = A.to(dtype)
     require_float(A, op)

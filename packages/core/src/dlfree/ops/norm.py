@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 import numbers
 
+from ..amp.casts import AUTOCAST, to_float32
 from ..autograd.function import Function
 from ..autograd.grad_mode import STATE, no_grad
 from ..errors import ShapeError
@@ -180,6 +181,8 @@ def batch_norm(input: Tensor, running_mean: Tensor | None, running_var: Tensor |
     Otherwise the running statistics normalise.
     """
     op = "batch_norm"
+    if AUTOCAST.on:  # the running statistics are updated in place: never cast
+        input, weight, bias = to_float32(input, weight, bias)
     c = _check_channels(input, op)
     for name, t in (("running_mean", running_mean), ("running_var", running_var),
                     ("weight", weight), ("bias", bias)):
@@ -229,6 +232,8 @@ def layer_norm(input: Tensor, normalized_shape, weight: Tensor | None = None,
                bias: Tensor | None = None, eps: float = 1e-5) -> Tensor:
     """Normalise over the last dims (`normalized_shape`), each sample on its own."""
     op = "layer_norm"
+    if AUTOCAST.on:
+        input, weight, bias = to_float32(input, weight, bias)
     shape, dims = _normalized_dims(input, normalized_shape, op)
     _check_param(weight, "weight", shape, op, "normalized_shape")
     _check_param(bias, "bias", shape, op, "normalized_shape")
@@ -256,6 +261,8 @@ def group_norm(input: Tensor, num_groups: int, weight: Tensor | None = None,
                bias: Tensor | None = None, eps: float = 1e-5) -> Tensor:
     """Normalise each group of C / num_groups channels of an (N, C, *) input per sample."""
     op = "group_norm"
+    if AUTOCAST.on:
+        input, weight, bias = to_float32(input, weight, bias)
     c = _check_channels(input, op)
     if num_groups <= 0 or c % num_groups:
         raise ShapeError(f"{op}: the {c} channels of input {tuple(input.shape)} are not "

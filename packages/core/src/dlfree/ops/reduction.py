@@ -9,6 +9,7 @@ import warnings
 from collections import namedtuple
 
 from .. import dtypes
+from ..amp.casts import AUTOCAST, to_float32
 from ..autograd.function import Function
 from ..autograd.grad_mode import STATE
 from ..errors import DTypeError, ShapeError
@@ -67,6 +68,8 @@ def _check_nonempty(input: Tensor, dims: tuple, op: str) -> None:
 
 def _accumulate_as(input: Tensor, dtype) -> Tensor:
     """`input` in torch's accumulation dtype: `dtype` if given, int64 for bools and integers."""
+    if AUTOCAST.on and dtype is None:  # sum, prod, cumsum, cumprod: kept in float32
+        input = to_float32(input)
     if dtype is not None:
         target = dtypes.as_dtype(dtype).np
     elif input._data.dtype.kind != "f":
@@ -535,6 +538,8 @@ class VectorNorm(Function):
 def vector_norm(x, ord=2, dim=None, keepdim: bool = False, *, dtype=None) -> Tensor:
     """(sum |x|^ord)^(1/ord) over `dim` (all dims when None); ord may be inf, -inf or 0."""
     op = "linalg.vector_norm"
+    if AUTOCAST.on and dtype is None:
+        x = to_float32(x)
     if dtype is not None:
         x = x.to(dtype)
     require_float(x, op)

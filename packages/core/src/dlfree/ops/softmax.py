@@ -5,6 +5,7 @@ from __future__ import annotations
 import warnings
 
 from .. import dtypes
+from ..amp.casts import AUTOCAST, to_float32
 from ..autograd.function import Function
 from ..tensor import Tensor
 from ._util import normalize_dim, tensor_method
@@ -45,6 +46,8 @@ class LogSoftmax(Function):
 
 
 def _prepare(input: Tensor, dim, dtype, op: str):
+    if AUTOCAST.on and dtype is None:
+        input = to_float32(input)
     if dtype is not None:
         input = input.to(dtype)
     elif input._data.dtype.kind != "f":
