@@ -75,7 +75,8 @@ def test_import_loads_no_plugin_and_first_access_does(tmp_path):
         after = "acme_layers" in sys.modules
         print(before, names, after)
     """)
-    env = {**os.environ, "PYTHONPATH": str(tmp_path)}
+    # only the fake distribution: the first-party ones installed here register layers too
+    env = {**os.environ, "PYTHONPATH": str(tmp_path), "DLFREE_PLUGINS": "acme-layers"}
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
                          check=True).stdout.strip()
     assert out == "[] ['Doubler'] True"
@@ -162,7 +163,10 @@ def test_duplicate_names_are_an_error_naming_both(site):
         dl.registry.layers.get("Conv")
 
 
-def test_unknown_names_suggest_close_matches_and_distributions():
+def test_unknown_names_suggest_close_matches_and_distributions(monkeypatch):
+    monkeypatch.setenv("DLFREE_PLUGINS", "none")  # as if dlfree-nn and dlfree-optim were absent
+    plugins.reload()
+
     class Plug:
         class Dense:
             pass
@@ -183,6 +187,8 @@ def test_unknown_names_suggest_close_matches_and_distributions():
             dl.registry.optimizers.get("Adamw")
     finally:
         dl.plugins.unregister(name)
+        monkeypatch.delenv("DLFREE_PLUGINS")
+        plugins.reload()
     assert "Dense" not in dl.registry.layers
 
 
@@ -272,7 +278,9 @@ def test_every_hookspec_has_a_test_and_a_documented_signature():
     import inspect
 
     docs = (ROOT / "docs" / "plugins.md").read_text()
-    tested = set(HOOK_CASES) | {"dlfree_register_commands"}
+    # The training events are tested (each one called) in tests/core/train/test_train_events.py.
+    train_events = {n for n in _hookspec_names() if n.startswith("dlfree_train_")}
+    tested = set(HOOK_CASES) | {"dlfree_register_commands"} | train_events
     assert _hookspec_names() == tested, "each hookspec needs a case in HOOK_CASES"
     for name in _hookspec_names():
         signature = f"{name}{inspect.signature(getattr(hookspecs, name))}"
