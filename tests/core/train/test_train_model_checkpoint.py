@@ -90,3 +90,16 @@ def test_mistakes_are_explained(mlp, loaders, tmp_path):
         ModelCheckpoint(mode="low")
     with pytest.raises(ValueError, match="keep must be an integer >= 0, got -1"):
         ModelCheckpoint(keep=-1)
+
+
+def test_epochs_without_validation_are_skipped_not_an_error(mlp, loaders, tmp_path):
+    checkpoint = ModelCheckpoint(tmp_path, monitor="val_acc", mode="max")
+    trainer = _trainer(mlp, [checkpoint], max_epochs=4, validate_every_n_epochs=2)
+    train, val = loaders()
+    trainer.fit(train, val)
+    values = trainer.history["val_acc"].values
+    assert len(values) == 2
+    assert checkpoint.best_epoch in (1, 3) and checkpoint.best_score == max(values)
+    with pytest.raises(KeyError, match="'val_f1' was not logged"):
+        _trainer(mlp, [ModelCheckpoint(tmp_path / "b", monitor="val_f1")],
+                 max_epochs=1).fit(train, val)

@@ -9,6 +9,7 @@ import re
 from pathlib import Path
 
 from ...io import save
+from .early_stopping import monitored_value
 
 _NUMBERED = re.compile(r"^epoch-(\d+)\.safetensors$")
 
@@ -78,15 +79,13 @@ class ModelCheckpoint:
                 path.unlink(missing_ok=True)
 
     def _check_best(self, trainer, epoch: int, logs: dict) -> None:
-        value = logs.get(self.monitor)
-        if value is None:
-            if self.monitor not in trainer.history:
-                raise KeyError(f"ModelCheckpoint: monitor {self.monitor!r} is not logged; the "
-                               f"epoch logged {', '.join(logs) or 'nothing'} (validation "
-                               "metrics need val_data)")
-            return  # an epoch without validation: nothing to compare
-        value = float(value)
-        if math.isnan(value):
+        value = monitored_value("ModelCheckpoint", self.monitor, logs)
+        if value is None and self.monitor not in trainer.history and \
+                epoch + 1 >= trainer.validate_every_n_epochs:
+            raise KeyError(f"ModelCheckpoint: monitor {self.monitor!r} is not logged; the epoch "
+                           f"logged {', '.join(logs) or 'nothing'} (validation metrics need "
+                           "val_data)")
+        if value is None or math.isnan(value):  # an epoch without validation, or no number
             return
         best = self.best_score
         if best is None or (value < best if self.mode == "min" else value > best):
