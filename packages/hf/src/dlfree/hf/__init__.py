@@ -10,6 +10,7 @@ from .auto import (
     AutoModelForTokenClassification,
 )
 from .configuration import PretrainedConfig
+from .generation import GenerationMixin, KVCache
 from .modeling import LoadReport, ModelOutput, PreTrainedModel
 from .models.bert import (
     BertConfig,
@@ -26,6 +27,30 @@ from .models.distilbert import (
     DistilBertForSequenceClassification,
     DistilBertForTokenClassification,
     DistilBertModel,
+)
+from .models.gpt2 import (
+    GPT2Config,
+    GPT2ForSequenceClassification,
+    GPT2LMHeadModel,
+    GPT2Model,
+)
+from .models.llama import (
+    LlamaConfig,
+    LlamaForCausalLM,
+    LlamaForSequenceClassification,
+    LlamaModel,
+)
+from .models.mistral import (
+    MistralConfig,
+    MistralForCausalLM,
+    MistralForSequenceClassification,
+    MistralModel,
+)
+from .models.qwen2 import (
+    Qwen2Config,
+    Qwen2ForCausalLM,
+    Qwen2ForSequenceClassification,
+    Qwen2Model,
 )
 from .models.roberta import (
     RobertaConfig,

@@ -9,7 +9,7 @@ from dlfree import hookimpl
 @hookimpl
 def dlfree_register_architectures(register):
     # Imported here, not at module level: discovering plugins must stay cheap.
-    from .models import bert, distilbert, roberta
+    from .models import bert, distilbert, gpt2, llama, mistral, qwen2, roberta
 
-    for family in (bert, roberta, distilbert):
+    for family in (bert, roberta, distilbert, gpt2, llama, mistral, qwen2):
         register(family.MODEL_TYPE, family.CONFIG, family.HEADS)
