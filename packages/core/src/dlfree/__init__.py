@@ -8,7 +8,20 @@ from pkgutil import extend_path
 
 __path__ = extend_path(__path__, __name__)
 
-from . import amp, autograd, cuda, data, functional, io, linalg, ops, plugins, registry, train  # noqa: E402
+from . import (  # noqa: E402
+    amp,
+    autograd,
+    cuda,
+    data,
+    functional,
+    io,
+    linalg,
+    ops,
+    plugins,
+    profiler,
+    registry,
+    train,
+)
 from .autograd import enable_grad, is_grad_enabled, no_grad, set_grad_enabled  # noqa: E402
 from .creation import *  # noqa: E402,F403
 from .device import Device  # noqa: E402

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from ..errors import AutogradError, ShapeError
 from ..tensor import Tensor
-from .function import Function
+from .function import PROFILING, Function
 from .grad_mode import STATE
 
 
@@ -112,6 +112,7 @@ def run_backward(outputs, grad_outputs, retain_graph, create_graph, inputs=None,
     if targets is not None:
         order = _leading_to(order, targets)
     anomaly = STATE.anomaly
+    profiler = PROFILING.hook
     prev_mode, prev_quiet = STATE.enabled, STATE.quiet
     STATE.enabled = create_graph
     STATE.quiet = True
@@ -145,7 +146,11 @@ def run_backward(outputs, grad_outputs, retain_graph, create_graph, inputs=None,
                     "saved tensors were freed by the first backward); pass retain_graph=True "
                     "to the first backward() or autograd.grad() call to keep them"
                 )
+            if profiler is not None:
+                event = profiler.begin_backward(node, g)
             in_grads = node.backward(g)
+            if profiler is not None:
+                profiler.end_backward(event, in_grads)
             if anomaly:
                 _check_finite(node, in_grads)
             if not retain_graph:

@@ -2,10 +2,21 @@
 
 from __future__ import annotations
 
+import threading
 import traceback
 
 from ..errors import AutogradError, DeviceError
 from .grad_mode import STATE
+
+
+class _Profiling(threading.local):
+    """Per-thread profiler hook: the recorder of this thread's active `dlfree.profiler.profile`,
+    or None (then an op pays one attribute read for profiling)."""
+
+    hook = None
+
+
+PROFILING = _Profiling()
 
 
 class Function:
@@ -30,6 +41,9 @@ class Function:
 
     @classmethod
     def apply(cls, *inputs, **params):
+        profiler = PROFILING.hook
+        if profiler is not None:
+            event = profiler.begin_op(cls, inputs)
         device = inputs[0]._device
         record = False
         for t in inputs:
@@ -78,6 +92,8 @@ class Function:
             fn._freed = False
             result.requires_grad = True
             result.grad_fn = fn
+        if profiler is not None:
+            profiler.end_op(event, out)
         return result
 
     def forward(self, *arrays, **params):

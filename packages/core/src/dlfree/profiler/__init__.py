@@ -1,0 +1,7 @@
+"""`dlfree.profiler`: per-op forward and backward times, calls and memory, named ranges,
+a text table and a Chrome trace (torch.profiler's user-facing shape, simplified)."""
+
+from .events import Event, EventAverage
+from .profile import profile, record_function
+
+__all__ = ["Event", "EventAverage", "profile", "record_function"]
