@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 import ctypes
+import importlib.metadata
 import os
 import platform
 
 # Variables that change the BLAS and OpenMP thread pools, the BLAS kernels, or malloc.
 TUNING_VARIABLES = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS",
                     "OPENBLAS_CORETYPE", "GLIBC_TUNABLES")
+# References whose speed is NumPy's and its BLAS's, and those that run on torch's kernels.
+NUMPY_BASED = {"dlfree", "numpy"}
+TORCH_BASED = {"torch", "torch_optimizer", "transformers"}
 
 
 def machine() -> dict:
@@ -23,18 +27,35 @@ def machine() -> dict:
 
 
 def describe(framework: str) -> dict:
-    """Versions and thread counts seen from inside a worker that has loaded `framework`."""
-    if framework == "torch":
+    """Versions and thread counts seen from inside a worker that has loaded `framework`.
+
+    dl.free and NumPy run on NumPy's BLAS, so they report it; torch and the libraries built
+    on it report torch's version and thread pools, plus their own version; any other
+    reference reports the version of the distribution that provides it.
+    """
+    if framework in NUMPY_BASED:
+        info = numpy_blas()
+        if framework == "dlfree":
+            import dlfree
+
+            info["dlfree"] = dlfree.__version__
+        return info
+    if framework in TORCH_BASED:
         import torch
 
-        return {"torch": torch.__version__, "torch_threads": torch.get_num_threads(),
+        info = {"torch": torch.__version__, "torch_threads": torch.get_num_threads(),
                 "torch_interop_threads": torch.get_num_interop_threads()}
-    info = numpy_blas()
-    if framework == "dlfree":
-        import dlfree
+        if framework != "torch":
+            info[framework] = distribution_version(framework)
+        return info
+    return {framework: distribution_version(framework)}
 
-        info["dlfree"] = dlfree.__version__
-    return info
+
+def distribution_version(module: str) -> str:
+    """The version of the installed distribution that provides the top-level `module`
+    (torch_optimizer comes from torch-optimizer, for example)."""
+    distributions = importlib.metadata.packages_distributions().get(module, [module])
+    return importlib.metadata.version(distributions[0])
 
 
 def numpy_blas() -> dict:

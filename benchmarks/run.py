@@ -1,4 +1,9 @@
-"""`make bench`: time each workload in dl.free, hand-written NumPy and PyTorch CPU.
+"""`make bench`: time each workload in dl.free and in the references it names.
+
+A workload's references are the other keys of its BUILDERS: hand-written NumPy and
+PyTorch CPU for most, or a library that does the same job (torch_optimizer,
+pycocotools, ...). dl.free must run; a reference that cannot be imported is skipped
+with a note.
 
 Every framework runs in its own worker process. After a warm-up, the coordinator asks
 the workers one at a time, with a short pause between them, for the median time of a
@@ -25,8 +30,6 @@ import environment
 import worker
 from workloads import WORKLOADS
 
-FRAMEWORKS = ("dlfree", "numpy", "torch")
-OPTIONAL = {"torch"}  # skipped, with a note, when it cannot be imported
 RESULTS = Path(__file__).resolve().parent / "results"
 UNIT_SCALE = {"us": 1e6, "ms": 1e3}
 # Pause before each timed batch, so that the thread pools of the worker that ran last
@@ -65,12 +68,13 @@ def measure(workload, mode: str) -> dict:
     """Time one workload in every available framework; the result as JSON-ready data."""
     plan = workload.PLANS[mode]
     context = multiprocessing.get_context("spawn")
-    started = {fw: Worker(context, workload.NAME, fw) for fw in FRAMEWORKS}
+    frameworks = ["dlfree", *(fw for fw in workload.BUILDERS if fw != "dlfree")]
+    started = {fw: Worker(context, workload.NAME, fw) for fw in frameworks}
     workers, environments, skipped = {}, {}, {}
     try:
         for fw, w in started.items():
             hello = w.receive()
-            if "unavailable" in hello and fw in OPTIONAL:
+            if "unavailable" in hello and fw != "dlfree":
                 skipped[fw] = hello["unavailable"]
             elif "unavailable" in hello:
                 raise RuntimeError(f"{w.label}: {hello['unavailable']}")
@@ -116,10 +120,10 @@ def format_table(name: str, result: dict) -> str:
     lines = [f"{name}: {result['description']}",
              f"  {plan['rounds']} rounds x {plan['iterations']} iterations, after "
              f"{plan['warmup']} warm-up",
-             f"  {'framework':<10}{'median':>12}{'dlfree/x':>11}{'range over rounds':>21}"
+             f"  {'framework':<16}{'median':>12}{'dlfree/x':>11}{'range over rounds':>21}"
              f"{'target':>11}"]
     for fw, timing in result["frameworks"].items():
-        line = f"  {fw:<10}{timing['median_s'] * scale:>9.2f} {unit:<2}"
+        line = f"  {fw:<16}{timing['median_s'] * scale:>9.2f} {unit:<2}"
         ratio = result["ratios"].get(fw)
         if ratio:
             line += f"{ratio['median']:>10.2f}x{ratio['min']:>11.2f}x - {ratio['max']:.2f}x"
@@ -127,7 +131,7 @@ def format_table(name: str, result: dict) -> str:
                 verdict = "met" if ratio["met"] else "MISSED"
                 line += f"   <= {ratio['target']:.2f}x {verdict}"
         lines.append(line)
-    lines += [f"  {fw:<10}skipped: {why}" for fw, why in result["skipped"].items()]
+    lines += [f"  {fw:<16}skipped: {why}" for fw, why in result["skipped"].items()]
     return "\n".join(lines)
 
 
@@ -147,7 +151,7 @@ def format_libraries(results: dict) -> str:
     for result in results["workloads"].values():
         for fw, timing in result["frameworks"].items():
             seen.setdefault(fw, timing["environment"])
-    return "\n".join(f"{fw:<8}" + ", ".join(f"{k}={v}" for k, v in env.items()
+    return "\n".join(f"{fw:<16}" + ", ".join(f"{k}={v}" for k, v in env.items()
                                             if k != "blas_config")
                      for fw, env in seen.items())
 

@@ -1,9 +1,10 @@
 """Smoke tests of `make bench`: the workloads compute the same thing in every framework,
 and `benchmarks/run.py` runs end to end and writes its JSON.
 
-A benchmark is only honest if dl.free, the hand-written NumPy and PyTorch do the same
-work, so each workload's implementations run one step here from the same fixed data
-and must agree to float32 accuracy.
+A benchmark is only honest if dl.free and its references (hand-written NumPy, PyTorch,
+torch_optimizer, pycocotools, ...) do the same work, so each workload's implementations
+run a step or two here from the same fixed data and must agree to float32 accuracy with
+the workload's `REFERENCE`.
 """
 
 from __future__ import annotations
@@ -22,21 +23,33 @@ import pytest
 BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
 
 
-def _load_workloads():
-    """benchmarks/workloads as the package `bench_workloads`, leaving sys.path alone."""
-    init = BENCHMARKS / "workloads" / "__init__.py"
-    spec = importlib.util.spec_from_file_location("bench_workloads", init,
-                                                  submodule_search_locations=[str(init.parent)])
-    package = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = package
-    spec.loader.exec_module(package)
-    return package.WORKLOADS
+def _load(name: str, path: Path, package: bool = False):
+    """A file of benchmarks/ as the module `name`, leaving sys.path alone."""
+    locations = [str(path.parent)] if package else None
+    spec = importlib.util.spec_from_file_location(name, path,
+                                                  submodule_search_locations=locations)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
 
 
-WORKLOADS = _load_workloads()
+WORKLOADS = _load("bench_workloads", BENCHMARKS / "workloads" / "__init__.py",
+                  package=True).WORKLOADS
+environment = _load("bench_environment", BENCHMARKS / "environment.py")
+# Agreement does not need the full 500 images, and pycocotools takes ~10 ms per image.
+WORKLOADS["map_eval"].IMAGES = 100
+
+
+def _reference_name(module) -> str:
+    return getattr(module, "REFERENCE", "numpy")
+
+
 # op_overhead's steps compute nothing worth comparing (its dl.free and torch steps
 # return nothing); the subprocess test below runs it.
-COMPARED = [name for name in WORKLOADS if name != "op_overhead"]
+COMPARED = [(name, framework) for name, module in WORKLOADS.items() if name != "op_overhead"
+            for framework in module.BUILDERS if framework != _reference_name(module)]
+FRAMEWORKS = sorted({framework for module in WORKLOADS.values() for framework in module.BUILDERS})
 
 
 def _array(value) -> np.ndarray:
@@ -49,14 +62,26 @@ def _array(value) -> np.ndarray:
 def _observe(name: str, framework: str) -> list[np.ndarray]:
     """What the first steps of `framework`'s implementation compute, as float64 arrays.
 
-    A step returns either its outputs and gradients (compared as they are), the loss of
-    a training step (compared with the loss of the next step, which depends on every
-    gradient through the update), or (loss, parameters) of a training step (compared
-    with the gradients recovered from the update, (before - after) / lr).
+    A step returns either its outputs and gradients, or a metric's values, as a tuple
+    (compared as they are), the loss of a training step (compared with the loss of the
+    next step, which depends on every gradient through the update), (loss, parameters)
+    of a training step (compared with the gradients recovered from the update,
+    (before - after) / lr), or a list of parameters that an optimizer step updates in
+    place (compared after one step, and by the change that a second step makes: the
+    parameters themselves barely move, so only the change shows a wrong update).
+    A reference that cannot be imported is skipped, as benchmarks/run.py skips it.
     """
     module = WORKLOADS[name]
-    step = module.BUILDERS[framework]()
+    try:
+        step = module.BUILDERS[framework]()
+    except ImportError as e:
+        if framework == "dlfree":
+            raise
+        pytest.skip(f"{framework} cannot be imported: {e}")
     result = step()
+    if isinstance(result, list):
+        after_one = [_array(p) for p in result]
+        return after_one + [_array(p) - a for p, a in zip(step(), after_one, strict=True)]
     if not isinstance(result, tuple):
         return [_array(result), _array(step())]
     if isinstance(result[1], list):
@@ -68,54 +93,120 @@ def _observe(name: str, framework: str) -> list[np.ndarray]:
 
 @functools.cache
 def _reference(name: str) -> tuple:
-    """The hand-written NumPy implementation's results, which the others must match."""
-    return tuple(_observe(name, "numpy"))
+    """The results of the workload's `REFERENCE`, which the others must match."""
+    return tuple(_observe(name, _reference_name(WORKLOADS[name])))
 
 
-def test_every_workload_is_complete():
-    for name, module in WORKLOADS.items():
-        assert name == module.NAME
-        assert module.UNIT in ("us", "ms")
-        assert set(module.BUILDERS) == {"dlfree", "numpy", "torch"}
-        assert set(module.PLANS) == {"full", "quick"}
-        assert set(module.TARGETS) <= {"numpy", "torch"}
+@pytest.mark.parametrize("name", list(WORKLOADS))
+def test_every_workload_is_complete(name):
+    module = WORKLOADS[name]
+    assert name == module.NAME
+    assert module.UNIT in ("us", "ms")
+    references = set(module.BUILDERS) - {"dlfree"}
+    assert "dlfree" in module.BUILDERS and references
+    assert _reference_name(module) in references
+    assert set(module.TARGETS) <= references
+    assert set(module.PLANS) == {"full", "quick"}
+    # the worker takes the median of each batch, so none may be empty
+    assert all(min(vars(plan).values()) >= 1 for plan in module.PLANS.values())
 
 
-@pytest.mark.parametrize("framework", ["dlfree", "torch"])
-@pytest.mark.parametrize("name", COMPARED)
+@pytest.mark.parametrize(("name", "framework"), COMPARED)
 def test_frameworks_agree(name, framework):
-    if framework == "torch":
-        pytest.importorskip("torch")
+    reference = _reference_name(WORKLOADS[name])
     expected = _reference(name)
     actual = _observe(name, framework)
     assert len(actual) == len(expected)
     for i, (a, e) in enumerate(zip(actual, expected)):
         assert a.shape == e.shape, f"{name} result {i}: shape {a.shape} != {e.shape}"
         np.testing.assert_allclose(a, e, rtol=1e-3, atol=1e-4 * np.abs(e).max(),
-                                   err_msg=f"{name}: result {i} of {framework} vs NumPy")
+                                   err_msg=f"{name}: result {i} of {framework} vs {reference}")
+
+
+@pytest.mark.parametrize("framework", FRAMEWORKS)
+def test_environment_reports_each_framework(framework):
+    """Every framework's worker reports its own version, and the libraries it runs on:
+    NumPy's BLAS for dl.free and NumPy, torch and its threads for torch-based ones."""
+    pytest.importorskip(framework)
+    info = environment.describe(framework)
+    assert info[framework][0].isdigit(), info
+    if framework in ("dlfree", "numpy"):
+        assert {"numpy", "blas"} <= set(info)
+    if framework in ("torch", "torch_optimizer", "transformers"):
+        assert info["torch"][0].isdigit() and info["torch_threads"] >= 1, info
+
+
+# A workload whose references are neither NumPy nor torch: scipy, which runs, and one
+# that cannot be imported, which run.py must skip with a note.
+OTHER_REFERENCES = '''"""Sums of three numbers, timed against unusual references."""
+
+import math
+
+from .plan import Plan
+
+NAME = "other_references"
+DESCRIPTION = "sum of three numbers"
+UNIT = "us"
+REFERENCE = "scipy"
+TARGETS = {"scipy": 1e6}
+PLANS = {mode: Plan(rounds=3, iterations=10, warmup=1) for mode in ("full", "quick")}
+
+
+def build_dlfree():
+    import dlfree as dl
+
+    x = dl.tensor([1.0, 2.0, 3.0])
+    return x.sum
+
+
+def build_scipy():
+    import scipy
+
+    return lambda: math.fsum([1.0, 2.0, 3.0])
+
+
+def build_absent():
+    import dlfree_bench_absent_module
+
+
+BUILDERS = {"dlfree": build_dlfree, "scipy": build_scipy, "absent": build_absent}
+'''
 
 
 def test_run_quick_writes_json(tmp_path):
-    """`run.py --quick --only op_overhead`, from a copy so that results/ stays untouched."""
+    """`run.py --quick` of op_overhead and a workload with other references, from a copy
+    so that results/ stays untouched."""
     copy = tmp_path / "benchmarks"
     shutil.copytree(BENCHMARKS, copy, ignore=shutil.ignore_patterns("results", "__pycache__"))
+    (copy / "workloads" / "other_references.py").write_text(OTHER_REFERENCES)
+    with (copy / "workloads" / "__init__.py").open("a") as init:
+        init.write("\nfrom . import other_references\n"
+                   "WORKLOADS[other_references.NAME] = other_references\n")
     done = subprocess.run([sys.executable, str(copy / "run.py"), "--quick", "--only",
-                           "op_overhead"], capture_output=True, text=True, timeout=180)
+                           "op_overhead", "--only", "other_references"],
+                          capture_output=True, text=True, timeout=180)
     assert done.returncode == 0, done.stderr
-    assert "op_overhead:" in done.stdout
+    assert "op_overhead:" in done.stdout and "other_references:" in done.stdout
+    assert "absent" in done.stdout and "skipped: ModuleNotFoundError" in done.stdout
     results = json.loads((copy / "results" / "latest.json").read_text())
     assert set(results) == {"started", "command", "mode", "machine", "workloads"}
     assert results["mode"] == "quick"
     assert set(results["machine"]) >= {"python", "cpus", "load_average_1min"}
-    assert list(results["workloads"]) == ["op_overhead"]
-    result = results["workloads"]["op_overhead"]
-    assert set(result) == {"description", "unit", "plan", "frameworks", "skipped", "ratios"}
-    rounds = result["plan"]["rounds"]
-    assert {"dlfree", "numpy"} <= set(result["frameworks"])
-    for timing in result["frameworks"].values():
-        assert set(timing) == {"median_s", "round_medians_s", "environment"}
-        assert timing["median_s"] > 0 and len(timing["round_medians_s"]) == rounds
-    assert set(result["ratios"]) == set(result["frameworks"]) - {"dlfree"}
-    for ratio in result["ratios"].values():
-        assert set(ratio) == {"median", "min", "max", "per_round", "target", "met"}
-        assert len(ratio["per_round"]) == rounds
+    assert list(results["workloads"]) == ["op_overhead", "other_references"]
+    for result in results["workloads"].values():
+        assert set(result) == {"description", "unit", "plan", "frameworks", "skipped", "ratios"}
+        rounds = result["plan"]["rounds"]
+        for timing in result["frameworks"].values():
+            assert set(timing) == {"median_s", "round_medians_s", "environment"}
+            assert timing["median_s"] > 0 and len(timing["round_medians_s"]) == rounds
+        assert set(result["ratios"]) == set(result["frameworks"]) - {"dlfree"}
+        for ratio in result["ratios"].values():
+            assert set(ratio) == {"median", "min", "max", "per_round", "target", "met"}
+            assert len(ratio["per_round"]) == rounds
+    assert {"dlfree", "numpy"} <= set(results["workloads"]["op_overhead"]["frameworks"])
+    other = results["workloads"]["other_references"]
+    assert list(other["frameworks"]) == ["dlfree", "scipy"]
+    assert list(other["skipped"]) == ["absent"]
+    assert "dlfree_bench_absent_module" in other["skipped"]["absent"]
+    assert other["frameworks"]["scipy"]["environment"]["scipy"][0].isdigit()
+    assert other["ratios"]["scipy"]["target"] == 1e6 and other["ratios"]["scipy"]["met"]

@@ -3,17 +3,31 @@
 A workload module defines, without importing any framework at module level:
 
 * `NAME`, `DESCRIPTION` and `UNIT` ("us" or "ms", how its times are printed);
-* `TARGETS`: framework -> the largest dl.free/framework time ratio the project accepts;
-* `PLANS`: "full" and "quick" -> a `Plan` (how many rounds and iterations);
-* `BUILDERS`: framework ("dlfree", "numpy", "torch") -> a function that imports the
-  framework, builds fixed inputs and returns `step()`, one timed iteration. What
-  `step()` returns (the loss, the outputs and gradients, or the updated parameters) is
-  what tests/test_bench_smoke.py compares across the three frameworks.
+* `BUILDERS`: framework -> a function that imports the framework, builds fixed inputs
+  and returns `step()`, one timed iteration. The frameworks are "dlfree" and one or
+  more references that do the same work: "numpy" (written by hand) and "torch" for
+  most, or a library such as "torch_optimizer" or "pycocotools". benchmarks/run.py
+  times exactly these; a reference that cannot be imported is skipped;
+* `REFERENCE` (optional, default "numpy"): the reference whose results the others must
+  match. What `step()` returns (the loss, the outputs and gradients, the updated
+  parameters or the metric's values) is what tests/test_bench_smoke.py compares;
+* `TARGETS`: reference -> the largest dl.free/reference time ratio the project accepts;
+* `PLANS`: "full" and "quick" -> a `Plan` (how many rounds and iterations).
 
 To add a workload, write such a module and list it below.
 """
 
-from . import attention_block, cnn_step, conv2d, mlp_step, op_overhead
+from . import (
+    adamw_step,
+    attention_block,
+    cnn_step,
+    conv2d,
+    lamb_step,
+    map_eval,
+    mlp_step,
+    op_overhead,
+)
 
 WORKLOADS = {module.NAME: module
-             for module in (op_overhead, mlp_step, cnn_step, conv2d, attention_block)}
+             for module in (op_overhead, mlp_step, cnn_step, conv2d, attention_block, adamw_step,
+                            lamb_step, map_eval)}
