@@ -244,7 +244,7 @@ def test_float32_parameters_keep_their_dtype(name, problem):
 
 
 BAD_HYPERPARAMETERS = [
-    ("LARS", dict(lr=0.0), "lr"),
+    ("LARS", dict(lr=-0.1), "lr"),
     ("LARS", dict(momentum=1.0), "momentum"),
     ("LARS", dict(momentum=-0.1), "momentum"),
     ("LARS", dict(weight_decay=-1e-4), "weight_decay"),

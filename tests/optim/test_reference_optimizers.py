@@ -228,7 +228,7 @@ def test_float32_trajectory_keeps_its_dtype_and_stays_close(name, problem):
 
 
 BAD_HYPERPARAMETERS = [
-    ("LAMB", dict(lr=0.0), "lr"),
+    ("LAMB", dict(lr=-0.1), "lr"),
     ("LAMB", dict(lr="0.1"), "lr"),
     ("LAMB", dict(betas=(1.0, 0.999)), r"betas\[0\]"),
     ("LAMB", dict(betas=(0.9, -0.1)), r"betas\[1\]"),
@@ -244,7 +244,7 @@ BAD_HYPERPARAMETERS = [
     ("NovoGrad", dict(weight_decay=float("nan")), "weight_decay"),
     ("NovoGrad", dict(grad_averaging=None), "grad_averaging"),
     ("NovoGrad", dict(amsgrad=0), "amsgrad"),
-    ("AdaBound", dict(lr=0), "lr"),
+    ("AdaBound", dict(lr=-1), "lr"),
     ("AdaBound", dict(betas=(-0.1, 0.999)), r"betas\[0\]"),
     ("AdaBound", dict(final_lr=-0.1), "final_lr"),
     ("AdaBound", dict(gamma=0.0), "gamma"),
@@ -265,7 +265,7 @@ def test_bad_hyperparameter_is_named(name, kwargs, bad):
 @pytest.mark.parametrize("name", NAMES)
 def test_bad_hyperparameter_in_a_group_is_named(name):
     opt = PAIRS[name][0]([dl.Parameter(dl.zeros(2))], **RICH[name])
-    with pytest.raises(ValueError, match=f"^{name}: lr must be > 0, got -1"):
+    with pytest.raises(ValueError, match=f"^{name}: lr must be >= 0, got -1"):
         opt.add_param_group({"params": [dl.Parameter(dl.zeros(2))], "lr": -1})
 
 
