@@ -297,3 +297,29 @@ def test_bad_fits_are_explained(mlp, loaders):
                                         r"of shape \(4,\)"):
         dl.train.Trainer(model, opt, nn.CrossEntropyLoss(reduction="none"),
                          max_epochs=1).fit(train)
+
+
+def test_a_model_whose_outputs_carry_loss_and_logits_needs_no_loss_fn(mlp):
+    """HuggingFace style: batches are dicts with labels, the model returns loss and logits;
+    metrics see the logits."""
+    class WithLoss(nn.Module):
+        def __init__(self, inner):
+            super().__init__()
+            self.inner = inner
+
+        def forward(self, inputs, labels):
+            logits = self.inner(inputs)
+            return {"loss": dl.functional.cross_entropy(logits, labels), "logits": logits}
+
+    x, y = blobs(24, seed=0)
+    rows = [{"inputs": dl.tensor(a), "labels": dl.tensor(b)} for a, b in zip(x, y)]
+    data = dl.data.DataLoader(rows, batch_size=6)
+    model = WithLoss(mlp())
+    trainer = dl.train.Trainer(model, optim.SGD(model.parameters(), lr=0.5), max_epochs=3,
+                               metrics={"acc": Accuracy(task="multiclass", num_classes=3)})
+    history = trainer.fit(data, data)
+    assert history["loss"].values[-1] < history["loss"].values[0]
+    with dl.no_grad():
+        logits = model.inner(dl.tensor(x))
+    expected = float((logits.argmax(dim=1) == dl.tensor(y)).float().mean())
+    assert history["val_acc"].last == pytest.approx(expected)

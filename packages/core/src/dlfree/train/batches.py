@@ -82,6 +82,16 @@ def loss_of(outputs):
     return getattr(outputs, "loss", None)
 
 
+def predictions(outputs):
+    """What metrics compare with the target: the outputs themselves, or their `logits` when
+    the model returns a structured output (HuggingFace style: loss, logits, ...)."""
+    if isinstance(outputs, Tensor):
+        return outputs
+    if isinstance(outputs, dict):
+        return outputs.get("logits", outputs)
+    return getattr(outputs, "logits", outputs)
+
+
 def gather(outputs: list):
     """Per-batch predictions as one tensor concatenated along dim 0 when they are tensors
     that fit together, else the list as it is."""

@@ -441,7 +441,7 @@ class Trainer:
                         raise ValueError(f"Trainer: metric {name!r} needs the model's outputs "
                                          "and the batch's target; with a step_fn return "
                                          "(loss, outputs)")
-                    metric.update(outputs, target)
+                    metric.update(batches.predictions(outputs), target)
         results = {f"{prefix}loss": total / count} if count else {}
         for name, metric in self.metrics.items():
             results.update(scalar(f"{prefix}{name}", metric.compute()))
