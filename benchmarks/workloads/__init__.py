@@ -22,12 +22,14 @@ from . import (
     attention_block,
     cnn_step,
     conv2d,
+    gpt_generation,
     lamb_step,
     map_eval,
+    minilm_inference,
     mlp_step,
     op_overhead,
 )
 
 WORKLOADS = {module.NAME: module
              for module in (op_overhead, mlp_step, cnn_step, conv2d, attention_block, adamw_step,
-                            lamb_step, map_eval)}
+                            lamb_step, map_eval, minilm_inference, gpt_generation)}

@@ -60,4 +60,5 @@ from .models.roberta import (
     RobertaForTokenClassification,
     RobertaModel,
 )
+from .tokenizer import AutoTokenizer, BatchEncoding, PreTrainedTokenizer
 from .version import __version__

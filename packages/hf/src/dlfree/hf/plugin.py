@@ -13,3 +13,10 @@ def dlfree_register_architectures(register):
 
     for family in (bert, roberta, distilbert, gpt2, llama, mistral, qwen2):
         register(family.MODEL_TYPE, family.CONFIG, family.HEADS)
+
+
+@hookimpl
+def dlfree_register_commands(cli):
+    from .cli import register_commands
+
+    register_commands(cli)

@@ -1,0 +1,226 @@
+"""The `dlfree hf` commands: `info` (what a checkpoint holds), `embed` (sentence vectors) and
+`generate` (continue a prompt), added to the `dlfree` command by the plugin hook."""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+import sys
+
+from dlfree import DLFreeError
+
+__all__ = ["register_commands"]
+
+# safetensors' floating dtype codes, by the names dl.free and PyTorch use.
+_FLOAT_DTYPES = {"F64": "float64", "F32": "float32", "F16": "float16", "BF16": "bfloat16",
+                 "F8_E4M3": "float8_e4m3fn", "F8_E5M2": "float8_e5m2"}
+# Config fields worth showing in `info`, under the names most families use.
+_SUMMARY_FIELDS = ("vocab_size", "hidden_size", "num_hidden_layers", "num_attention_heads",
+                   "num_key_value_heads", "intermediate_size", "max_position_embeddings")
+
+
+def register_commands(cli) -> None:
+    """Add `hf` and its subcommands to the `dlfree` command's subparsers."""
+    hf = cli.add_parser("hf", help="HuggingFace checkpoints: info, embed, generate",
+                        description="Inspect and run HuggingFace checkpoints (a local folder "
+                                    "or a hub repo id).")
+    sub = hf.add_subparsers(dest="hf_command", metavar="{info,embed,generate}", required=True)
+
+    info = sub.add_parser("info", help="architecture, parameter count and dtype of a checkpoint")
+    info.add_argument("path", help="checkpoint folder or hub repo id")
+    info.add_argument("--json", action="store_true", help="machine-readable output")
+    info.set_defaults(func=cmd_info)
+
+    embed = sub.add_parser("embed", help="sentence embeddings (mean pooling of a base model)")
+    embed.add_argument("path", help="checkpoint folder or hub repo id (model and tokenizer)")
+    embed.add_argument("texts", nargs="+", metavar="TEXT", help="texts to embed")
+    embed.add_argument("--json", action="store_true",
+                       help="print JSON: {texts, dimension, normalized, embeddings}")
+    embed.add_argument("--no-normalize", action="store_true",
+                       help="keep the mean-pooled vectors as they are (no L2 normalisation)")
+    embed.add_argument("--max-length", type=int, default=None,
+                       help="truncate texts to this many tokens (default: the tokenizer's)")
+    embed.set_defaults(func=cmd_embed)
+
+    generate = sub.add_parser("generate", help="continue a prompt with a causal LM")
+    generate.add_argument("path", help="checkpoint folder or hub repo id (model and tokenizer)")
+    generate.add_argument("prompt", help="the text to continue")
+    generate.add_argument("--max-new-tokens", type=int, default=20,
+                          help="how many tokens to add (default 20)")
+    generate.add_argument("--do-sample", action="store_true",
+                          help="sample instead of greedy decoding")
+    generate.add_argument("--temperature", type=float, default=1.0)
+    generate.add_argument("--top-k", type=int, default=50)
+    generate.add_argument("--top-p", type=float, default=1.0)
+    generate.add_argument("--repetition-penalty", type=float, default=1.0)
+    generate.add_argument("--num-beams", type=int, default=1, help="beam search with N beams")
+    generate.add_argument("--seed", type=int, default=None,
+                          help="seed for sampling, for a reproducible run")
+    generate.set_defaults(func=cmd_generate)
+
+
+def _reports_errors(command):
+    """Bad input (a missing folder, a bad config, a wrong argument) ends the command with
+    its message on stderr and exit status 1, not a traceback."""
+    @functools.wraps(command)
+    def run(args) -> int:
+        try:
+            return command(args)
+        except (DLFreeError, ValueError, OSError) as e:
+            print(f"dlfree hf {args.hf_command}: error: {e}", file=sys.stderr)
+            return 1
+    return run
+
+
+# ----------------------------------------------------------------------- info
+def _stored_dtypes(folder) -> list[str]:
+    """The floating dtypes of a checkpoint's weights, from the safetensors headers (integer
+    entries are buffers such as old checkpoints' position_ids, not weights)."""
+    import safetensors
+
+    from .hub import weight_files
+
+    codes = set()
+    for path in weight_files(folder):
+        with safetensors.safe_open(os.fspath(path), framework="numpy") as f:
+            codes.update(f.get_slice(name).get_dtype() for name in f.keys())  # noqa: SIM118
+    return sorted(_FLOAT_DTYPES[code] for code in codes if code in _FLOAT_DTYPES)
+
+
+def _model_class(config):
+    """The registered class named by config.json's `architectures`, else the base model."""
+    from .auto import architecture_for
+
+    heads = architecture_for(config.model_type).heads
+    by_name = {cls.__name__: cls for cls in heads.values()}
+    for name in config.architectures or ():
+        if name in by_name:
+            return by_name[name]
+    return heads["base"]
+
+
+def describe(path: str) -> dict:
+    """What `dlfree hf info` reports about a checkpoint, as a dict."""
+    from .auto import AutoConfig
+    from .hub import resolve_folder
+
+    folder = resolve_folder(path)
+    config = AutoConfig.from_pretrained(folder)
+    model_cls = _model_class(config)
+    model = model_cls.from_pretrained(folder, config=config)
+    loaded = sorted({p.dtype.name for p in model.parameters()})
+    return {
+        "path": os.fspath(folder),
+        "model_type": config.model_type,
+        "architectures": config.architectures or [],
+        "dlfree_class": model_cls.__name__,
+        "parameters": model.num_parameters(),
+        "stored_dtypes": _stored_dtypes(folder),
+        "loaded_dtypes": loaded,
+        "config": {k: getattr(config, k) for k in _SUMMARY_FIELDS if _has(config, k)},
+        "missing_weights": list(model.load_report.missing_keys),
+        "unexpected_weights": list(model.load_report.unexpected_keys),
+    }
+
+
+def _has(config, name: str) -> bool:
+    try:
+        return getattr(config, name) is not None
+    except AttributeError:
+        return False
+
+
+@_reports_errors
+def cmd_info(args) -> int:
+    report = describe(args.path)
+    if args.json:
+        print(json.dumps(report, indent=2))
+        return 0
+    lines = [f"path: {report['path']}",
+             f"model_type: {report['model_type']}",
+             f"architecture: {', '.join(report['architectures']) or '(not stated)'} "
+             f"(loaded as dl.free {report['dlfree_class']})",
+             f"parameters: {report['parameters']:,}",
+             f"dtype: {', '.join(report['stored_dtypes'])} (stored), "
+             f"{', '.join(report['loaded_dtypes'])} (loaded)"]
+    lines += [f"{key}: {value}" for key, value in report["config"].items()]
+    for key in ("missing_weights", "unexpected_weights"):
+        if report[key]:
+            lines.append(f"{key.replace('_', ' ')}: {', '.join(report[key])}")
+    print("\n".join(lines))
+    return 0
+
+
+# ---------------------------------------------------------------------- embed
+@_reports_errors
+def cmd_embed(args) -> int:
+    from .auto import AutoModel
+    from .tasks import sentence_embeddings
+    from .tokenizer import AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(args.path)
+    model = AutoModel.from_pretrained(args.path)
+    vectors = sentence_embeddings(model, tokenizer, args.texts, normalize=not args.no_normalize,
+                                  max_length=args.max_length).numpy().tolist()
+    if args.json:
+        print(json.dumps({"texts": args.texts, "dimension": len(vectors[0]),
+                          "normalized": not args.no_normalize, "embeddings": vectors}))
+    else:  # one line per text, as numpy.loadtxt reads it
+        for vector in vectors:
+            print(" ".join(f"{x:.8g}" for x in vector))
+    return 0
+
+
+# ------------------------------------------------------------------- generate
+class _Printer:
+    """Streams the text to stdout as generate produces tokens: the prompt, then each new
+    piece. Each step decodes the whole sequence and prints what it adds, since a byte-level
+    token may hold only part of a character (shown once the character is complete)."""
+
+    def __init__(self, tokenizer, prompt_ids: list[int], out):
+        self.tokenizer, self.ids, self.out = tokenizer, list(prompt_ids), out
+        self.printed = ""
+
+    def _show(self, final: bool = False) -> None:
+        text = self.tokenizer.decode(self.ids, skip_special_tokens=True)
+        if text.startswith(self.printed) and (final or not text.endswith("\ufffd")):
+            self.out.write(text[len(self.printed):])
+            self.printed = text
+        elif final:  # decoding changed text already printed: print what follows the change
+            self.out.write(text[len(os.path.commonprefix([text, self.printed])):])
+        self.out.flush()
+
+    def __call__(self, tokens) -> None:
+        self.ids.append(int(tokens.numpy()[0]))
+        self._show()
+
+    def finish(self) -> None:
+        self._show(final=True)
+        self.out.write("\n")
+
+
+@_reports_errors
+def cmd_generate(args) -> int:
+    import dlfree as dl
+
+    from .auto import AutoModelForCausalLM
+    from .tokenizer import AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(args.path)
+    model = AutoModelForCausalLM.from_pretrained(args.path)
+    prompt = tokenizer(args.prompt, return_tensors="dl")
+    generator = dl.Generator().manual_seed(args.seed) if args.seed is not None else None
+    settings = dict(max_new_tokens=args.max_new_tokens, do_sample=args.do_sample,
+                    temperature=args.temperature, top_k=args.top_k, top_p=args.top_p,
+                    repetition_penalty=args.repetition_penalty, num_beams=args.num_beams,
+                    generator=generator)
+    ids, mask = prompt["input_ids"], prompt.get("attention_mask")
+    if args.num_beams > 1:  # beam search knows its tokens only at the end
+        out = model.generate(ids, mask, **settings)
+        print(tokenizer.decode(out[0], skip_special_tokens=True))
+        return 0
+    printer = _Printer(tokenizer, ids[0].tolist(), sys.stdout)
+    model.generate(ids, mask, streamer=printer, **settings)
+    printer.finish()
+    return 0
