@@ -2,7 +2,7 @@
 
 (a) the core alone, (b) the core and the third-party fixture plugin, (c) a plugin that
 breaks on import beside them, (d) the core and dlfree-optim without dlfree-nn, (e) every
-first-party distribution plus a third-party layer package whose model round-trips through
+first-party distribution (no PyTorch anywhere) plus a third-party layer package whose model round-trips through
 a model file between two processes. Marked slow: each environment installs from the index.
 """
 
@@ -38,6 +38,7 @@ def wheels(tmp_path_factory) -> dict[str, Path]:
                 "dlfree_nn": ROOT / "packages" / "nn",
                 "dlfree_optim": ROOT / "packages" / "optim",
                 "dlfree_metrics": ROOT / "packages" / "metrics",
+                "dlfree_hf": ROOT / "packages" / "hf",
                 "dlfree_fixture_plugin": FIXTURES / "dlfree-fixture-plugin",
                 "dlfree_fixture_layers": FIXTURES / "dlfree-fixture-layers",
                 "dlfree_broken_plugin": FIXTURES / "dlfree-broken-plugin"}
@@ -172,7 +173,7 @@ def test_d_core_and_optim_train_raw_parameters(venv, wheels):
 
 def test_e_everything_and_a_third_party_layer_in_a_model_file(tmp_path, venv, wheels):
     venv.install(wheels["dlfree_nn"], wheels["dlfree_optim"], wheels["dlfree_metrics"],
-                 wheels["dlfree_fixture_layers"])
+                 wheels["dlfree_hf"], wheels["dlfree_fixture_layers"])
     path = tmp_path / "model.safetensors"
     saved = venv.run(f"""
         import dlfree as dl
@@ -196,8 +197,18 @@ def test_e_everything_and_a_third_party_layer_in_a_model_file(tmp_path, venv, wh
     assert loaded[2] == "['dlfree_fixture_layers']"  # found through its entry point
     listed = {r["distribution"] for r in json.loads(
         _run([str(venv.bin / "dlfree"), "plugins", "--json"]).stdout)}
-    assert {"dlfree", "dlfree-nn", "dlfree-optim", "dlfree-metrics",
+    assert {"dlfree", "dlfree-nn", "dlfree-optim", "dlfree-metrics", "dlfree-hf",
             "dlfree-fixture-layers"} <= listed
+    hf_help = _run([str(venv.bin / "dlfree"), "hf", "--help"]).stdout
+    assert all(command in hf_help for command in ("info", "embed", "generate"))
+    no_torch = venv.run("""
+        import sys
+        import dlfree as dl
+        from dlfree import hf
+        print(sorted(dl.registry.architectures.names()), "torch" in sys.modules)
+    """).stdout.strip()
+    assert no_torch == ("['bert', 'distilbert', 'gpt2', 'llama', 'mistral', 'qwen2', 'roberta'] "
+                        "False")
     missing = venv.run(f"""
         import dlfree as dl
         try:
