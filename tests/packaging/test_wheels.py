@@ -3,7 +3,8 @@
 (a) the core alone, (b) the core and the third-party fixture plugin, (c) a plugin that
 breaks on import beside them, (d) the core and dlfree-optim without dlfree-nn, (e) every
 first-party distribution (no PyTorch anywhere) plus a third-party layer package whose
-model round-trips through a model file between two processes. Marked slow: each environment installs from the index.
+model round-trips through a model file between two processes. Marked slow: each
+environment installs from the index.
 """
 
 from __future__ import annotations
