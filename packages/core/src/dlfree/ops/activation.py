@@ -11,10 +11,12 @@ from __future__ import annotations
 import math
 
 from ..autograd.function import Function
+from ..backends import special
+from ..backends.base import Backend
 from ..errors import ShapeError
 from ..tensor import Tensor
 from ._util import normalize_dim
-from .elementwise import erf, exp, sigmoid, tanh, where
+from .elementwise import exp, sigmoid, tanh, where
 from .elementwise import relu as _relu
 from .inplace import apply_inplace
 from .softmax import softmax
@@ -90,6 +92,12 @@ class Elu(_Pointwise):
         return where(x > 0, scale, negative)  # torch: the negative branch at 0
 
 
+def _fused_gelu(be) -> bool:
+    """True when the backend's erf is special.py's, whose own GELU kernels are then faster
+    than composing erf with array ops (a backend with its own erf, like CuPy's, composes)."""
+    return type(be).erf is Backend.erf
+
+
 class Gelu(_Pointwise):
     """x * Phi(x), with the exact normal CDF or its tanh approximation."""
 
@@ -98,15 +106,38 @@ class Gelu(_Pointwise):
         if approximate == "tanh":
             inner = (x + _GELU_CUBIC * x * x * x) * _SQRT_2_OVER_PI
             return 0.5 * x * (1 + be.xp.tanh(inner))
+        if _fused_gelu(be):
+            return special.gelu(be.xp, x)
         return 0.5 * x * (1 + be.erf(x * _SQRT_HALF))
 
-    @staticmethod
-    def derivative(x, approximate):
-        if approximate == "tanh":
-            t = tanh((x + _GELU_CUBIC * x * x * x) * _SQRT_2_OVER_PI)
-            d_inner = (1 + 3 * _GELU_CUBIC * x * x) * _SQRT_2_OVER_PI
-            return 0.5 * (1 + t) + 0.5 * x * (1 - t * t) * d_inner
-        return 0.5 * (1 + erf(x * _SQRT_HALF)) + x * exp(-0.5 * x * x) * _INV_SQRT_2PI
+    def backward(self, g):
+        (x,) = self.saved_tensors
+        if self.params["approximate"] == "none":
+            return (GeluGrad.apply(g, x),)
+        t = tanh((x + _GELU_CUBIC * x * x * x) * _SQRT_2_OVER_PI)
+        d_inner = (1 + 3 * _GELU_CUBIC * x * x) * _SQRT_2_OVER_PI
+        return (g * (0.5 * (1 + t) + 0.5 * x * (1 - t * t) * d_inner),)
+
+
+class GeluGrad(Function):
+    """g * GELU'(x) = g * (Phi(x) + x * phi(x)) as one kernel: exact GELU's backward. Its own
+    backward, for double backward, uses GELU''(x) = phi(x) * (2 - x**2)."""
+
+    saves = (0, 1)
+
+    def forward(self, g, x):
+        be = self.device.backend
+        if _fused_gelu(be):
+            return special.gelu_grad(self.xp, g, x)
+        cdf = 0.5 * (1 + be.erf(x * _SQRT_HALF))
+        return g * (cdf + x * self.xp.exp(-0.5 * x * x) * _INV_SQRT_2PI)
+
+    def backward(self, gg):
+        g, x = self.saved_tensors
+        need_g, need_x = self.needs_input_grad
+        grad_g = GeluGrad.apply(gg, x) if need_g else None
+        grad_x = gg * g * exp(-0.5 * x * x) * _INV_SQRT_2PI * (2 - x * x) if need_x else None
+        return grad_g, grad_x
 
 
 def _softplus_kernel(xp, x):

@@ -31,6 +31,10 @@ class Normalize(Function):
     the statistics are x's own, so the gradient flows through them (training); otherwise
     they are constants (running statistics). `centered` (x - mean, a temporary the caller
     made while computing the statistics) becomes the output's memory when given.
+
+    Layer norm on the CPU passes mean=None: then x is rows of the normalized size, and
+    forward and backward work through blocks of rows that stay in cache (`_layer_norm_rows`),
+    computing the statistics on the way.
     """
 
     def forward(self, x, *params, mean, invstd, centered, stat_dims, affine, affine_shape,
@@ -40,6 +44,12 @@ class Normalize(Function):
         self.affine_dims = tuple(i for i, s in enumerate(affine_shape) if s == 1)
         self.saves = (0, 1) if affine[0] else (0,)
         self.param_shape = params[0].shape if params else None
+        self.by_rows = mean is None
+        if self.by_rows:
+            out, self.mean, self.invstd = _layer_norm_rows(
+                self.xp, x, self._rows(x), params[0].reshape(-1) if affine[0] else None,
+                params[-1].reshape(-1) if affine[1] else None, eps)
+            return out
         out = x - mean if centered is None else centered
         if affine[0] and invstd.shape == affine_shape:  # per-channel statistics: one pass
             out *= invstd * params[0].reshape(affine_shape)
@@ -67,6 +77,11 @@ class Normalize(Function):
     def _array_grads(self, g, x, w, need_x, need_w, need_b) -> tuple:
         """The closed form on arrays, in few passes: the sums of g and g * xhat, then one
         expression for grad_x, updated in place. Returns (grad_x, grad_weight, grad_bias)."""
+        if self.by_rows:
+            gx, gw, gb = _layer_norm_rows_grads(
+                self.xp, g, x, self._rows(x), None if w is None else w.reshape(-1), self.mean,
+                self.invstd, need_x, need_w, need_b)
+            return gx, self._param_grad(gw, need_w), self._param_grad(gb, need_b)
         xp, stat, affine = self.xp, self.stat_dims, self.affine_dims
         invstd = self.invstd
         w = None if w is None else w.reshape(self.affine_shape)
@@ -114,9 +129,97 @@ class Normalize(Function):
                      - xhat * (dxhat * xhat).mean(dim=stat, keepdim=True))
         return (dxhat * invstd, self._param_grad(gw, need_w), self._param_grad(gb, need_b))
 
+    def _rows(self, x) -> tuple:
+        """The 2-d shape of `x` with one row per normalized slice."""
+        lead = x.ndim - len(self.stat_dims)
+        return math.prod(x.shape[:lead]), math.prod(x.shape[lead:])
+
     def _param_grad(self, grad, needed: bool):
         """A weight or bias gradient (summed with keepdims) in the parameter's own shape."""
         return grad.reshape(self.param_shape) if needed else None
+
+
+# elements per block of rows: a block of x, of the output and two scratch blocks fit in L2
+_BLOCK = 65536
+
+
+def _row_blocks(rows: int, size: int):
+    """Slices of consecutive rows, about _BLOCK elements each."""
+    step = max(1, _BLOCK // max(size, 1))
+    return [slice(i, min(i + step, rows)) for i in range(0, rows, step)]
+
+
+def _layer_norm_rows(xp, x, shape: tuple, w, b, eps: float) -> tuple:
+    """Each row of `x` seen in 2-d `shape` normalised, times `w` plus `b` (either may be
+    None): returns (output in x's shape, mean, invstd), the last two one value per row."""
+    rows, size = shape
+    result = xp.empty(x.shape, x.dtype)
+    x, out = x.reshape(shape), result.reshape(shape)
+    mean, invstd = xp.empty(rows, x.dtype), xp.empty(rows, x.dtype)
+    ones = xp.ones(size, x.dtype)
+    for r in _row_blocks(rows, size):
+        xb, ob, mb, ib = x[r], out[r], mean[r], invstd[r]
+        xp.vecdot(xb, ones, out=mb)  # row sums as dot products: one SIMD pass, no temporary
+        mb *= 1 / max(size, 1)
+        xp.subtract(xb, mb[:, None], out=ob)
+        xp.vecdot(ob, ob, out=ib)
+        # 1 / sqrt(sum / size + eps), as sqrt(size) / sqrt(sum + size * eps): one call fewer
+        ib += size * eps
+        xp.sqrt(ib, out=ib)
+        xp.divide(math.sqrt(size), ib, out=ib)
+        ob *= ib[:, None]
+        if w is not None:
+            ob *= w
+        if b is not None:
+            ob += b
+    return result, mean, invstd
+
+
+def _layer_norm_rows_grads(xp, g, x, shape: tuple, w, mean, invstd, need_x, need_w,
+                           need_b) -> tuple:
+    """(grad_x, grad_w, grad_b) of `_layer_norm_rows` for output gradient `g`, each None
+    where not needed, in one pass over the blocks of rows (grad_x in x's shape).
+
+    With c = x - mean, a = invstd and n the row size, per row:
+    grad_x = a * g * w - a * sum(g * w) / n - a**3 * sum(g * w * c) / n * c.
+    """
+    rows, size = shape
+    gx = xp.empty(x.shape, x.dtype) if need_x else None
+    g, x, gx_rows = g.reshape(shape), x.reshape(shape), None if gx is None else gx.reshape(shape)
+    gw = xp.zeros(size, x.dtype) if need_w else None
+    gb = xp.zeros(size, x.dtype) if need_b else None
+    blocks = _row_blocks(rows, size)
+    block_rows = blocks[0].stop if blocks else 0
+    centered, product = (xp.empty((block_rows, size), x.dtype) for _ in range(2))
+    column = xp.empty(size, x.dtype)
+    scale = -1 / max(size, 1)
+    for r in blocks:
+        gr, a, k = g[r], invstd[r], r.stop - r.start
+        c, gc = centered[:k], product[:k]
+        xp.subtract(x[r], mean[r][:, None], out=c)
+        if need_b:
+            xp.add.reduce(gr, axis=0, out=column)
+            gb += column
+        if not (need_w or need_x):
+            continue
+        xp.multiply(gr, c, out=gc)
+        if need_w:
+            xp.matmul(a, gc, out=column)  # sum over rows of g * c * a: g * xhat
+            gw += column
+        if not need_x:
+            continue
+        gwc, gw_sum = (xp.vecdot(gc, w), xp.vecdot(gr, w)) if w is not None else \
+            (xp.add.reduce(gc, axis=1), xp.add.reduce(gr, axis=1))
+        out = gx_rows[r]
+        if w is None:
+            xp.multiply(gr, a[:, None], out=out)
+        else:
+            xp.multiply(gr, w, out=out)
+            out *= a[:, None]
+        c *= (a * a * a * gwc * scale)[:, None]
+        out += c
+        out += (a * gw_sum * scale)[:, None]
+    return gx, gw, gb
 
 
 def _dot_sum(xp, a, b, dims: tuple):
@@ -237,7 +340,9 @@ def layer_norm(input: Tensor, normalized_shape, weight: Tensor | None = None,
     shape, dims = _normalized_dims(input, normalized_shape, op)
     _check_param(weight, "weight", shape, op, "normalized_shape")
     _check_param(bias, "bias", shape, op, "normalized_shape")
-    mean, _, invstd, centered = _moments(input._device.xp, input._data, dims, eps)
+    mean = invstd = centered = None  # on the CPU, computed by Normalize in blocks of rows
+    if input._device.type != "cpu":
+        mean, _, invstd, centered = _moments(input._device.xp, input._data, dims, eps)
     return _normalize(input, weight, bias, mean=mean, invstd=invstd, stat_dims=dims,
                       affine_shape=(1,) * (input.ndim - len(shape)) + shape, from_batch=True,
                       eps=eps, centered=centered)
