@@ -161,25 +161,53 @@ class ModuleList(Module):
         return {"modules": list(self._modules.values())}
 
 
-class ModuleDict(Module):
+class _ByName:
+    """The read-and-delete half of the dict API over one of a module's tables (`_TABLE`):
+    the module and parameter dicts share it."""
+
+    _TABLE: str
+
+    def _table(self) -> dict:
+        return getattr(self, self._TABLE)
+
+    def __len__(self) -> int:
+        return len(self._table())
+
+    def __iter__(self):
+        return iter(self._table())
+
+    def __contains__(self, key: str) -> bool:
+        return key in self._table()
+
+    def __getitem__(self, key: str):
+        return self._table()[key]
+
+    def __delitem__(self, key: str) -> None:
+        del self._table()[key]
+
+    def keys(self):
+        return self._table().keys()
+
+    def values(self):
+        return self._table().values()
+
+    def items(self):
+        return self._table().items()
+
+    def update(self, entries) -> None:
+        for key, value in (entries.items() if isinstance(entries, Mapping) else entries):
+            self[key] = value
+
+
+class ModuleDict(_ByName, Module):
     """A dict of modules by name, registered so their parameters are found."""
+
+    _TABLE = "_modules"
 
     def __init__(self, modules: Mapping[str, Module] | Iterable | None = None):
         super().__init__()
         if modules is not None:
             self.update(modules)
-
-    def __len__(self) -> int:
-        return len(self._modules)
-
-    def __iter__(self):
-        return iter(self._modules)
-
-    def __contains__(self, key: str) -> bool:
-        return key in self._modules
-
-    def __getitem__(self, key: str) -> Module:
-        return self._modules[key]
 
     def __setitem__(self, key: str, module: Module) -> None:
         if key in self._modules:
@@ -187,27 +215,11 @@ class ModuleDict(Module):
         else:
             self.add_module(key, module)
 
-    def __delitem__(self, key: str) -> None:
-        del self._modules[key]
-
-    def keys(self):
-        return self._modules.keys()
-
-    def values(self):
-        return self._modules.values()
-
-    def items(self):
-        return self._modules.items()
-
     def pop(self, key: str) -> Module:
         return self._modules.pop(key)
 
     def clear(self) -> None:
         self._modules.clear()
-
-    def update(self, modules) -> None:
-        for key, module in (modules.items() if isinstance(modules, Mapping) else modules):
-            self[key] = module
 
     def get_config(self) -> dict:
         return {"modules": OrderedDict(self._modules)}
@@ -244,59 +256,35 @@ class ParameterList(Module):
         return self
 
     def extra_repr(self) -> str:
-        return "\n".join(f"({k}): Parameter containing: [{p.dtype} of size {tuple(p.shape)}]"
-                         for k, p in self._parameters.items())
+        return _parameter_lines(self._parameters)
 
     def get_config(self) -> dict:
         return {"values": list(self._parameters.values())}
 
 
-class ParameterDict(Module):
+class ParameterDict(_ByName, Module):
     """A dict of parameters by name."""
+
+    _TABLE = "_parameters"
 
     def __init__(self, parameters: Mapping | Iterable | None = None):
         super().__init__()
         if parameters is not None:
             self.update(parameters)
 
-    def __len__(self) -> int:
-        return len(self._parameters)
-
-    def __iter__(self):
-        return iter(self._parameters)
-
-    def __contains__(self, key: str) -> bool:
-        return key in self._parameters
-
-    def __getitem__(self, key: str) -> Parameter:
-        return self._parameters[key]
-
     def __setitem__(self, key: str, value) -> None:
         self.register_parameter(key, _as_parameter(value))
 
-    def __delitem__(self, key: str) -> None:
-        del self._parameters[key]
-
-    def keys(self):
-        return self._parameters.keys()
-
-    def values(self):
-        return self._parameters.values()
-
-    def items(self):
-        return self._parameters.items()
-
-    def update(self, parameters) -> None:
-        for key, value in (parameters.items() if isinstance(parameters, Mapping)
-                           else parameters):
-            self[key] = value
-
     def extra_repr(self) -> str:
-        return "\n".join(f"({k}): Parameter containing: [{p.dtype} of size {tuple(p.shape)}]"
-                         for k, p in self._parameters.items())
+        return _parameter_lines(self._parameters)
 
     def get_config(self) -> dict:
         return {"parameters": OrderedDict(self._parameters)}
+
+
+def _parameter_lines(parameters: dict) -> str:
+    return "\n".join(f"({k}): Parameter containing: [{p.dtype} of size {tuple(p.shape)}]"
+                     for k, p in parameters.items())
 
 
 def _as_parameter(value) -> Parameter:
