@@ -49,8 +49,7 @@ class AdaBound(Optimizer):
         self._check_betas(group["betas"])
         self._check("final_lr", group["final_lr"], lambda v: v >= 0, ">= 0")
         self._check("gamma", group["gamma"], lambda v: 0 < v < 1, "in (0, 1)")
-        self._check("eps", group["eps"], lambda v: v >= 0, ">= 0")
-        self._check("weight_decay", group["weight_decay"], lambda v: v >= 0, ">= 0")
+        self._check_nonnegative(group, "eps", "weight_decay")
         self._check_flag("amsbound", group["amsbound"])
         if "base_lr" in group:
             self._check("base_lr", group["base_lr"], lambda v: v > 0, "> 0")

@@ -22,8 +22,7 @@ class Adadelta(Optimizer):
     def _validate(self, group: dict) -> None:
         self._check("lr", group["lr"], lambda v: v >= 0, ">= 0")
         self._check("rho", group["rho"], lambda v: 0 <= v <= 1, "in [0, 1]")
-        self._check("eps", group["eps"], lambda v: v >= 0, ">= 0")
-        self._check("weight_decay", group["weight_decay"], lambda v: v >= 0, ">= 0")
+        self._check_nonnegative(group, "eps", "weight_decay")
         self._check_flag("maximize", group["maximize"])
 
     def _update(self, group: dict, params: list) -> None:

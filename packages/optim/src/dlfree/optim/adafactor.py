@@ -51,9 +51,7 @@ class Adafactor(Optimizer):
                                       relative_step=relative_step, warmup_init=warmup_init))
 
     def _validate(self, group: dict) -> None:
-        self._check_flag("relative_step", group["relative_step"])
-        self._check_flag("warmup_init", group["warmup_init"])
-        self._check_flag("scale_parameter", group["scale_parameter"])
+        self._check_flags(group, "relative_step", "warmup_init", "scale_parameter")
         if group["relative_step"]:
             if group["lr"] is not None:
                 raise ValueError(f"{self._name}: lr must be None with relative_step=True (the "

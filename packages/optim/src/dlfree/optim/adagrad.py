@@ -25,9 +25,7 @@ class Adagrad(Optimizer):
                                       eps=eps, maximize=maximize))
 
     def _validate(self, group: dict) -> None:
-        self._check("lr", group["lr"], lambda v: v >= 0, ">= 0")
-        self._check("lr_decay", group["lr_decay"], lambda v: v >= 0, ">= 0")
-        self._check("weight_decay", group["weight_decay"], lambda v: v >= 0, ">= 0")
+        self._check_nonnegative(group, "lr", "lr_decay", "weight_decay")
         self._check("initial_accumulator_value", group["initial_accumulator_value"],
                     lambda v: v >= 0, ">= 0")
         self._check("eps", group["eps"], lambda v: v >= 0, ">= 0")

@@ -40,11 +40,8 @@ class LAMB(Optimizer):
     def _validate(self, group: dict) -> None:
         self._check("lr", group["lr"], lambda v: v >= 0, ">= 0")
         self._check_betas(group["betas"])
-        self._check("eps", group["eps"], lambda v: v >= 0, ">= 0")
-        self._check("weight_decay", group["weight_decay"], lambda v: v >= 0, ">= 0")
-        self._check("clamp_value", group["clamp_value"], lambda v: v >= 0, ">= 0")
-        self._check_flag("adam", group["adam"])
-        self._check_flag("debias", group["debias"])
+        self._check_nonnegative(group, "eps", "weight_decay", "clamp_value")
+        self._check_flags(group, "adam", "debias")
 
     def _update(self, group: dict, params: list) -> None:
         beta1, beta2 = group["betas"]

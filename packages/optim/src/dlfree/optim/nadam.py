@@ -29,11 +29,8 @@ class NAdam(Optimizer):
     def _validate(self, group: dict) -> None:
         self._check("lr", group["lr"], lambda v: v >= 0, ">= 0")
         self._check_betas(group["betas"])
-        self._check("eps", group["eps"], lambda v: v >= 0, ">= 0")
-        self._check("weight_decay", group["weight_decay"], lambda v: v >= 0, ">= 0")
-        self._check("momentum_decay", group["momentum_decay"], lambda v: v >= 0, ">= 0")
-        self._check_flag("decoupled_weight_decay", group["decoupled_weight_decay"])
-        self._check_flag("maximize", group["maximize"])
+        self._check_nonnegative(group, "eps", "weight_decay", "momentum_decay")
+        self._check_flags(group, "decoupled_weight_decay", "maximize")
 
     def _update(self, group: dict, params: list) -> None:
         lr, (beta1, beta2), eps = group["lr"], group["betas"], group["eps"]

@@ -35,10 +35,8 @@ class NovoGrad(Optimizer):
     def _validate(self, group: dict) -> None:
         self._check("lr", group["lr"], lambda v: v >= 0, ">= 0")
         self._check_betas(group["betas"])
-        self._check("eps", group["eps"], lambda v: v >= 0, ">= 0")
-        self._check("weight_decay", group["weight_decay"], lambda v: v >= 0, ">= 0")
-        self._check_flag("grad_averaging", group["grad_averaging"])
-        self._check_flag("amsgrad", group["amsgrad"])
+        self._check_nonnegative(group, "eps", "weight_decay")
+        self._check_flags(group, "grad_averaging", "amsgrad")
 
     def _update(self, group: dict, params: list) -> None:
         beta1, beta2 = group["betas"]

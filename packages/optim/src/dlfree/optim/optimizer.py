@@ -73,6 +73,16 @@ class Optimizer:
         if isinstance(value, bool) or not isinstance(value, numbers.Real) or not ok(value):
             raise ValueError(f"{self._name}: {name} must be {valid}, got {value!r}")
 
+    def _check_nonnegative(self, group: dict, *names: str) -> None:
+        """`_check` each named hyperparameter of `group` for being >= 0."""
+        for name in names:
+            self._check(name, group[name], lambda v: v >= 0, ">= 0")
+
+    def _check_flags(self, group: dict, *names: str) -> None:
+        """`_check_flag` each named hyperparameter of `group`."""
+        for name in names:
+            self._check_flag(name, group[name])
+
     def _check_flag(self, name: str, value) -> None:
         """Raise ValueError naming `name` unless `value` is True or False."""
         if not isinstance(value, bool):

@@ -27,11 +27,8 @@ class RMSprop(Optimizer):
     def _validate(self, group: dict) -> None:
         self._check("lr", group["lr"], lambda v: v >= 0, ">= 0")
         self._check("alpha", group["alpha"], lambda v: 0 <= v <= 1, "in [0, 1]")
-        self._check("eps", group["eps"], lambda v: v >= 0, ">= 0")
-        self._check("weight_decay", group["weight_decay"], lambda v: v >= 0, ">= 0")
-        self._check("momentum", group["momentum"], lambda v: v >= 0, ">= 0")
-        self._check_flag("centered", group["centered"])
-        self._check_flag("maximize", group["maximize"])
+        self._check_nonnegative(group, "eps", "weight_decay", "momentum")
+        self._check_flags(group, "centered", "maximize")
 
     def _update(self, group: dict, params: list) -> None:
         lr, alpha, eps = group["lr"], group["alpha"], group["eps"]

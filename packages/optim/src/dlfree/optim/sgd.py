@@ -26,12 +26,10 @@ class SGD(Optimizer):
                                       maximize=maximize))
 
     def _validate(self, group: dict) -> None:
-        self._check("lr", group["lr"], lambda v: v >= 0, ">= 0")
-        self._check("momentum", group["momentum"], lambda v: v >= 0, ">= 0")
+        self._check_nonnegative(group, "lr", "momentum")
         self._check("dampening", group["dampening"], lambda v: 0 <= v <= 1, "in [0, 1]")
         self._check("weight_decay", group["weight_decay"], lambda v: v >= 0, ">= 0")
-        self._check_flag("nesterov", group["nesterov"])
-        self._check_flag("maximize", group["maximize"])
+        self._check_flags(group, "nesterov", "maximize")
         if group["nesterov"] and (group["momentum"] <= 0 or group["dampening"] != 0):
             raise ValueError(f"{self._name}: nesterov=True needs momentum > 0 and dampening = 0, "
                              f"got momentum={group['momentum']!r}, "
