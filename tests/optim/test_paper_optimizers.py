@@ -1,6 +1,6 @@
 """LARS, Lion and Adafactor against their papers' update rules, written out below in plain
 NumPy and run step by step in float64; plus state layout, state_dict round trips, gradient
-handling and hyperparameter validation."""
+handling, a small network and hyperparameter validation."""
 
 from __future__ import annotations
 
@@ -8,13 +8,22 @@ import math
 
 import numpy as np
 import pytest
+from optim_helpers import (
+    assert_same_trajectory,
+    assert_skips_gradless_and_keeps_grads,
+    assert_state_dict_round_trip_is_bit_exact,
+    assert_state_is_float32,
+    assert_step_advances_the_version,
+    case_id,
+    small_network_losses,
+    use_float32,
+)
 
 import dlfree as dl
 from dlfree.optim.adafactor import Adafactor
 from dlfree.optim.lars import LARS
 from dlfree.optim.lion import Lion
 
-RTOL, ATOL = 1e-10, 1e-12  # float64; ATOL only for coordinates that cross 0
 STEPS = 25
 CLASSES = {"LARS": LARS, "Lion": Lion, "Adafactor": Adafactor}
 
@@ -136,25 +145,13 @@ RICH = {
 NAMES = list(CLASSES)
 
 
-def _case_id(case) -> str:
-    name, kwargs = case
-    return name + "-" + ",".join(f"{k}={v}" for k, v in kwargs.items())
-
-
-def _assert_same_trajectory(ours: list, expected: list) -> None:
-    for step, (a, b) in enumerate(zip(ours, expected, strict=True)):
-        for i, (x, y) in enumerate(zip(a, b, strict=True)):
-            np.testing.assert_allclose(x, y, rtol=RTOL, atol=ATOL,
-                                       err_msg=f"step {step + 1}, parameter {i}")
-
-
-@pytest.mark.parametrize("case", CASES, ids=_case_id)
+@pytest.mark.parametrize("case", CASES, ids=case_id)
 def test_trajectory_follows_the_paper(case, problem):
     name, kwargs = case
     params = problem.dl_params()
     ours = problem.run_dl(CLASSES[name](params, **kwargs), params, STEPS)
     assert not np.allclose(ours[-1][1], problem.inits[1])  # the parameters did move
-    _assert_same_trajectory(ours, RULES[name](problem, problem.inits, STEPS, **kwargs))
+    assert_same_trajectory(ours, RULES[name](problem, problem.inits, STEPS, **kwargs))
 
 
 def test_lars_excluded_group_and_zero_tensor_follow_the_paper(problem):
@@ -166,7 +163,7 @@ def test_lars_excluded_group_and_zero_tensor_follow_the_paper(problem):
     kwargs = dict(lr=0.05, weight_decay=0.1, trust_coefficient=0.05)
     groups = [{"params": params[:2]}, {"params": params[2:], "exclude_from_lars": True}]
     ours = problem.run_dl(LARS(groups, **kwargs), params, STEPS)
-    _assert_same_trajectory(ours, lars_rule(problem, values, STEPS, excluded=(2, 3), **kwargs))
+    assert_same_trajectory(ours, lars_rule(problem, values, STEPS, excluded=(2, 3), **kwargs))
 
 
 def test_adafactor_keeps_factored_moments_for_matrices(problem):
@@ -185,62 +182,42 @@ def test_adafactor_keeps_factored_moments_for_matrices(problem):
 
 @pytest.mark.parametrize("name", NAMES)
 def test_state_dict_round_trip_mid_run_is_bit_exact(name, problem):
-    cls, kwargs = CLASSES[name], RICH[name]
-    params = problem.dl_params()
-    straight = problem.run_dl(cls(params, **kwargs), params, 50)
-
-    params = problem.dl_params()
-    first = cls(params, **kwargs)
-    problem.run_dl(first, params, 20)
-    saved = first.state_dict()
-    problem.run_dl(first, params, 5)  # the saved copy must not follow later steps
-    resumed_params = problem.dl_params([v.copy() for v in straight[19]])
-    resumed = cls(resumed_params, **kwargs)
-    resumed.load_state_dict(saved)
-    rest = problem.run_dl(resumed, resumed_params, 30)
-    for a, b in zip(rest[-1], straight[-1], strict=True):
-        np.testing.assert_array_equal(a, b)
+    assert_state_dict_round_trip_is_bit_exact(CLASSES[name], RICH[name], problem)
 
 
 @pytest.mark.parametrize("name", NAMES)
 def test_parameters_without_grad_are_skipped_and_grads_are_not_modified(name, problem):
-    params = problem.dl_params()
-    opt = CLASSES[name](params, **RICH[name])
-    problem.dl_loss(params[:2]).backward()
-    grads = [p.grad.numpy().copy() for p in params[:2]]
-    untouched = [p.detach().numpy().copy() for p in params[2:]]
-    opt.step()
-    for p, g in zip(params[:2], grads):
-        np.testing.assert_array_equal(p.grad.numpy(), g)
-    for p, v in zip(params[2:], untouched):
-        np.testing.assert_array_equal(p.detach().numpy(), v)
-        assert p not in opt.state
-    assert all(opt.state[p] for p in params[:2])
+    assert_skips_gradless_and_keeps_grads(lambda p: CLASSES[name](p, **RICH[name]), problem)
 
 
 @pytest.mark.parametrize("name", NAMES)
 def test_step_advances_the_parameters_version(name, problem):
-    params = problem.dl_params()
-    opt = CLASSES[name](params, **RICH[name])
-    problem.dl_loss(params).backward()
-    saved = (params[1] * params[1]).sum()  # saves params[1] for its backward
-    opt.step()
-    with pytest.raises(dl.AutogradError, match="version"):
-        saved.backward()
+    assert_step_advances_the_version(lambda p: CLASSES[name](p, **RICH[name]), problem)
 
 
 @pytest.mark.parametrize("name", NAMES)
 def test_float32_parameters_keep_their_dtype(name, problem):
-    values = [v.astype(np.float32) for v in problem.inits]
-    params = problem.dl_params(values)
+    params = problem.dl_params(use_float32(problem))
     opt = CLASSES[name](params, **RICH[name])
     ours = problem.run_dl(opt, params, 5)
     expected = RULES[name](problem, problem.inits, 5, **RICH[name])
     for a, b in zip(ours[-1], expected[-1], strict=True):
         assert a.dtype == np.float32
         np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-5)
-    for state in opt.state.values():
-        assert all(v.dtype == dl.float32 for v in state.values() if isinstance(v, dl.Tensor))
+    assert_state_is_float32(opt)
+
+
+TRAINING_KWARGS = {
+    "LARS": dict(lr=1.0, trust_coefficient=0.01),
+    "Lion": dict(lr=0.01),
+    "Adafactor": dict(lr=0.05, relative_step=False, scale_parameter=False),
+}
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_training_a_small_network_lowers_the_loss(name):
+    losses = small_network_losses(lambda p: CLASSES[name](p, **TRAINING_KWARGS[name]))
+    assert losses[-1] < 0.9 * losses[0], losses
 
 
 BAD_HYPERPARAMETERS = [

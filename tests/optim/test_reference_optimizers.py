@@ -1,6 +1,7 @@
 """LAMB, NovoGrad and AdaBound/AMSBound against torch_optimizer 0.3.0: 50-step float64
 trajectories per option, per-group and scheduled learning rates, the classic test functions
-minimised with dl.free autograd, state_dict round trips, gradient handling and validation."""
+minimised with dl.free autograd, state_dict round trips, gradient handling, a small network and
+validation."""
 
 from __future__ import annotations
 
@@ -8,13 +9,21 @@ import numpy as np
 import pytest
 import torch
 import torch_optimizer
+from optim_helpers import (
+    assert_same_trajectory,
+    assert_skips_gradless_and_keeps_grads,
+    assert_state_dict_round_trip_is_bit_exact,
+    assert_state_is_float32,
+    assert_step_advances_the_version,
+    case_id,
+    small_network_losses,
+    use_float32,
+)
 
 import dlfree as dl
 from dlfree.optim.adabound import AdaBound
 from dlfree.optim.lamb import LAMB
 from dlfree.optim.novograd import NovoGrad
-
-RTOL, ATOL = 1e-10, 1e-12  # float64 trajectories; ATOL only for coordinates that cross 0
 
 PAIRS = {
     "LAMB": (LAMB, torch_optimizer.Lamb),
@@ -64,19 +73,7 @@ def float64_torch_default():
     torch.set_default_dtype(previous)
 
 
-def _case_id(case) -> str:
-    name, kwargs = case
-    return name + "-" + ",".join(f"{k}={v}" for k, v in kwargs.items())
-
-
-def _assert_same_trajectory(ours: list, theirs: list) -> None:
-    for step, (a, b) in enumerate(zip(ours, theirs, strict=True)):
-        for i, (x, y) in enumerate(zip(a, b, strict=True)):
-            np.testing.assert_allclose(x, y, rtol=RTOL, atol=ATOL,
-                                       err_msg=f"step {step + 1}, parameter {i}")
-
-
-@pytest.mark.parametrize("case", CASES, ids=_case_id)
+@pytest.mark.parametrize("case", CASES, ids=case_id)
 def test_trajectory_matches_torch_optimizer(case, problem):
     name, kwargs = case
     ours_cls, theirs_cls = PAIRS[name]
@@ -84,7 +81,7 @@ def test_trajectory_matches_torch_optimizer(case, problem):
     ours = problem.run_dl(ours_cls(params, **kwargs), params, 50)
     theirs = problem.run_torch(theirs_cls(tparams, **kwargs), tparams, 50)
     assert not np.allclose(ours[-1][1], problem.inits[1])  # the parameters did move
-    _assert_same_trajectory(ours, theirs)
+    assert_same_trajectory(ours, theirs)
 
 
 @pytest.mark.parametrize("name", NAMES)
@@ -103,7 +100,7 @@ def test_per_group_and_scheduled_learning_rates_match_torch_optimizer(name, prob
     for group in ours.param_groups + theirs.param_groups:
         group["lr"] /= 2
     second = (problem.run_dl(ours, params, 25), problem.run_torch(theirs, tparams, 25))
-    _assert_same_trajectory(first[0] + second[0], first[1] + second[1])
+    assert_same_trajectory(first[0] + second[0], first[1] + second[1])
 
 
 def rosenbrock(x, y):
@@ -154,21 +151,7 @@ def test_minimises_the_classic_functions_from_1_5_1_5(name, function, kwargs, it
 
 @pytest.mark.parametrize("name", NAMES)
 def test_state_dict_round_trip_mid_run_is_bit_exact(name, problem):
-    cls, kwargs = PAIRS[name][0], RICH[name]
-    params = problem.dl_params()
-    straight = problem.run_dl(cls(params, **kwargs), params, 50)
-
-    params = problem.dl_params()
-    first = cls(params, **kwargs)
-    problem.run_dl(first, params, 20)
-    saved = first.state_dict()
-    problem.run_dl(first, params, 5)  # the saved copy must not follow later steps
-    resumed_params = problem.dl_params([v.copy() for v in straight[19]])
-    resumed = cls(resumed_params, **kwargs)
-    resumed.load_state_dict(saved)
-    rest = problem.run_dl(resumed, resumed_params, 30)
-    for a, b in zip(rest[-1], straight[-1], strict=True):
-        np.testing.assert_array_equal(a, b)
+    assert_state_dict_round_trip_is_bit_exact(PAIRS[name][0], RICH[name], problem)
 
 
 def test_adabound_base_lr_travels_with_the_state_dict(problem):
@@ -184,44 +167,36 @@ def test_adabound_base_lr_travels_with_the_state_dict(problem):
 
 @pytest.mark.parametrize("name", NAMES)
 def test_parameters_without_grad_are_skipped_and_grads_are_not_modified(name, problem):
-    params = problem.dl_params()
-    opt = PAIRS[name][0](params, **RICH[name])
-    problem.dl_loss(params[:2]).backward()
-    grads = [p.grad.numpy().copy() for p in params[:2]]
-    untouched = [p.detach().numpy().copy() for p in params[2:]]
-    opt.step()
-    for p, g in zip(params[:2], grads):
-        np.testing.assert_array_equal(p.grad.numpy(), g)
-    for p, v in zip(params[2:], untouched):
-        assert p.grad is None
-        np.testing.assert_array_equal(p.detach().numpy(), v)
-        assert p not in opt.state
-    assert all(opt.state[p] for p in params[:2])
+    assert_skips_gradless_and_keeps_grads(lambda p: PAIRS[name][0](p, **RICH[name]), problem)
 
 
 @pytest.mark.parametrize("name", NAMES)
 def test_step_advances_the_parameters_version(name, problem):
-    params = problem.dl_params()
-    opt = PAIRS[name][0](params, **RICH[name])
-    problem.dl_loss(params).backward()
-    saved = (params[1] * params[1]).sum()  # saves params[1] for its backward
-    opt.step()
-    with pytest.raises(dl.AutogradError, match="version"):
-        saved.backward()
+    assert_step_advances_the_version(lambda p: PAIRS[name][0](p, **RICH[name]), problem)
+
+
+TRAINING_KWARGS = {
+    "LAMB": dict(lr=0.05),
+    "NovoGrad": dict(lr=0.05),
+    "AdaBound": dict(lr=0.02),
+}
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_training_a_small_network_lowers_the_loss(name):
+    losses = small_network_losses(lambda p: PAIRS[name][0](p, **TRAINING_KWARGS[name]))
+    assert losses[-1] < 0.9 * losses[0], losses
 
 
 @pytest.mark.parametrize("name", NAMES)
 def test_float32_trajectory_keeps_its_dtype_and_stays_close(name, problem):
-    values = [v.astype(np.float32) for v in problem.inits]
+    values = use_float32(problem)
     params, tparams = problem.dl_params(values), problem.torch_params(values)
-    problem.scales = [a.astype(np.float32) for a in problem.scales]
-    problem.freqs = [b.astype(np.float32) for b in problem.freqs]
     ours_cls, theirs_cls = PAIRS[name]
     opt = ours_cls(params, **RICH[name])
     ours = problem.run_dl(opt, params, 10)
     theirs = problem.run_torch(theirs_cls(tparams, **RICH[name]), tparams, 10)
-    for state in opt.state.values():
-        assert all(v.dtype == dl.float32 for v in state.values() if isinstance(v, dl.Tensor))
+    assert_state_is_float32(opt)
     for a, b in zip(ours[-1], theirs[-1], strict=True):
         assert a.dtype == np.float32
         np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-5)

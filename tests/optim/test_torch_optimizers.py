@@ -7,12 +7,20 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
+from optim_helpers import (
+    ATOL,
+    RTOL,
+    assert_same_trajectory,
+    assert_skips_gradless_and_keeps_grads,
+    assert_state_dict_round_trip_is_bit_exact,
+    assert_step_advances_the_version,
+    case_id,
+    small_network_losses,
+    use_float32,
+)
 
 import dlfree as dl
-import dlfree.functional as F
 import dlfree.optim as optim
-
-RTOL, ATOL = 1e-10, 1e-12  # float64 trajectories; ATOL only for coordinates that cross 0
 
 # (optimizer, keyword arguments): every option whose code path differs.
 CASES = [
@@ -71,26 +79,14 @@ RICH = {
 NAMES = list(RICH)
 
 
-def _case_id(case) -> str:
-    name, kwargs = case
-    return name + "-" + ",".join(f"{k}={v}" for k, v in kwargs.items())
-
-
-def _assert_same_trajectory(ours: list, theirs: list) -> None:
-    for step, (a, b) in enumerate(zip(ours, theirs, strict=True)):
-        for i, (x, y) in enumerate(zip(a, b, strict=True)):
-            np.testing.assert_allclose(x, y, rtol=RTOL, atol=ATOL,
-                                       err_msg=f"step {step + 1}, parameter {i}")
-
-
-@pytest.mark.parametrize("case", CASES, ids=_case_id)
+@pytest.mark.parametrize("case", CASES, ids=case_id)
 def test_trajectory_matches_torch(case, problem):
     name, kwargs = case
     params, tparams = problem.dl_params(), problem.torch_params()
     ours = problem.run_dl(getattr(optim, name)(params, **kwargs), params, 50)
     theirs = problem.run_torch(getattr(torch.optim, name)(tparams, **kwargs), tparams, 50)
     assert not np.allclose(ours[-1][1], problem.inits[1])  # the parameters did move
-    _assert_same_trajectory(ours, theirs)
+    assert_same_trajectory(ours, theirs)
 
 
 @pytest.mark.parametrize("name", NAMES)
@@ -104,27 +100,12 @@ def test_per_group_hyperparameters_match_torch(name, problem):
     ours = problem.run_dl(getattr(optim, name)(groups(params), **kwargs), params, 20)
     theirs = problem.run_torch(getattr(torch.optim, name)(groups(tparams), **kwargs),
                                tparams, 20)
-    _assert_same_trajectory(ours, theirs)
+    assert_same_trajectory(ours, theirs)
 
 
 @pytest.mark.parametrize("name", NAMES)
 def test_state_dict_round_trip_mid_run_is_bit_exact(name, problem):
-    cls, kwargs = getattr(optim, name), RICH[name]
-    params = problem.dl_params()
-    straight = problem.run_dl(cls(params, **kwargs), params, 50)
-
-    params = problem.dl_params()
-    first = cls(params, **kwargs)
-    problem.run_dl(first, params, 20)
-    saved = first.state_dict()
-    problem.run_dl(first, params, 5)  # the saved copy must not follow later steps
-    resumed_params = problem.dl_params([v.copy() for v in straight[19]])
-    resumed = cls(resumed_params, **kwargs)
-    resumed.load_state_dict(saved)
-    rest = problem.run_dl(resumed, resumed_params, 30)
-    for ours, reference in zip(rest, straight[20:], strict=True):
-        for a, b in zip(ours, reference):
-            np.testing.assert_array_equal(a, b)
+    assert_state_dict_round_trip_is_bit_exact(getattr(optim, name), RICH[name], problem)
 
 
 @pytest.mark.parametrize("name", NAMES)
@@ -157,7 +138,7 @@ def test_loading_torchs_state_dict_continues_its_trajectory(name, problem, from_
     params = problem.dl_params([p.detach().numpy().copy() for p in tparams])
     ours = cls(params, **kwargs)
     ours.load_state_dict(from_torch_state(reference.state_dict()))
-    _assert_same_trajectory(problem.run_dl(ours, params, 30),
+    assert_same_trajectory(problem.run_dl(ours, params, 30),
                             problem.run_torch(reference, tparams, 30))
 
 
@@ -219,38 +200,18 @@ def test_bad_hyperparameter_in_a_group_is_named(name):
 def test_parameters_without_grad_are_skipped_and_grads_are_not_modified(name, problem):
     kwargs = {**RICH[name], "maximize": True}
     kwargs.setdefault("weight_decay", 0.1)
-    params = problem.dl_params()
-    opt = getattr(optim, name)(params, **kwargs)
-    problem.dl_loss(params[:2]).backward()
-    grads = [p.grad.numpy().copy() for p in params[:2]]
-    untouched = [p.detach().numpy().copy() for p in params[2:]]
-    opt.step()
-    for p, g in zip(params[:2], grads):
-        np.testing.assert_array_equal(p.grad.numpy(), g)
-    for p, v in zip(params[2:], untouched):
-        assert p.grad is None
-        np.testing.assert_array_equal(p.detach().numpy(), v)
-        assert p not in opt.state
-    assert all(opt.state[p] for p in params[:2])
+    assert_skips_gradless_and_keeps_grads(lambda p: getattr(optim, name)(p, **kwargs), problem)
 
 
 @pytest.mark.parametrize("name", NAMES)
 def test_step_advances_the_parameters_version(name, problem):
-    params = problem.dl_params()
-    opt = getattr(optim, name)(params, **RICH[name])
-    problem.dl_loss(params).backward()
-    saved = (params[1] * params[1]).sum()  # saves params[1] for its backward
-    opt.step()
-    with pytest.raises(dl.AutogradError, match="version"):
-        saved.backward()
+    assert_step_advances_the_version(lambda p: getattr(optim, name)(p, **RICH[name]), problem)
 
 
 @pytest.mark.parametrize("name", NAMES)
 def test_float32_trajectory_is_close_to_torch(name, problem):
-    values = [v.astype(np.float32) for v in problem.inits]
+    values = use_float32(problem)
     params, tparams = problem.dl_params(values), problem.torch_params(values)
-    problem.scales = [a.astype(np.float32) for a in problem.scales]
-    problem.freqs = [b.astype(np.float32) for b in problem.freqs]
     ours = problem.run_dl(getattr(optim, name)(params, **RICH[name]), params, 10)
     theirs = problem.run_torch(getattr(torch.optim, name)(tparams, **RICH[name]), tparams, 10)
     assert ours[-1][0].dtype == np.float32
@@ -273,20 +234,7 @@ TRAINING_KWARGS = {
 
 @pytest.mark.parametrize("name", NAMES)
 def test_training_a_small_network_lowers_the_loss(name):
-    rng = np.random.default_rng(7)
-    x = dl.tensor(rng.standard_normal((64, 8)).astype(np.float32))
-    y = dl.tensor(rng.integers(0, 3, 64))
-    w1 = dl.Parameter(dl.tensor((rng.standard_normal((8, 16)) / 8 ** 0.5).astype(np.float32)))
-    w2 = dl.Parameter(dl.tensor((rng.standard_normal((16, 3)) / 4).astype(np.float32)))
-    opt = getattr(optim, name)([w1, w2], **TRAINING_KWARGS[name])
-
-    def closure():
-        opt.zero_grad()
-        loss = F.cross_entropy(F.relu(x @ w1) @ w2, y)
-        loss.backward()
-        return loss
-
-    losses = [opt.step(closure).item() for _ in range(30)]
+    losses = small_network_losses(lambda p: getattr(optim, name)(p, **TRAINING_KWARGS[name]))
     assert losses[-1] < 0.9 * losses[0], losses
 
 

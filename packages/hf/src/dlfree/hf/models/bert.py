@@ -21,17 +21,21 @@ from ..configuration import (
 from ..modeling import (
     ACTIVATIONS,
     BaseModelOutputWithPooling,
-    MaskedLMOutput,
     PreTrainedModel,
-    QuestionAnsweringModelOutput,
-    SequenceClassifierOutput,
-    TokenClassifierOutput,
     embedding,
     get_activation,
     padding_mask,
-    sequence_classification_loss,
-    span_loss,
-    token_classification_loss,
+)
+from .encoder import (
+    LayerStack,
+    as_input_ids,
+    masked_lm_output,
+    optional_ids,
+    question_answering_output,
+    self_attention,
+    sequence_classifier_output,
+    span_label_count,
+    token_classifier_output,
 )
 
 __all__ = ["BertConfig", "BertPreTrainedModel", "BertModel", "BertForMaskedLM",
@@ -111,31 +115,23 @@ class BertSelfAttention(nn.Module):
     def __init__(self, config: BertConfig):
         super().__init__()
         self.num_heads = config.num_attention_heads
-        self.head_dim = config.hidden_size // config.num_attention_heads
         self.query = nn.Linear(config.hidden_size, config.hidden_size)
         self.key = nn.Linear(config.hidden_size, config.hidden_size)
         self.value = nn.Linear(config.hidden_size, config.hidden_size)
         self.dropout_p = config.attention_probs_dropout_prob
 
     def forward(self, hidden_states, mask=None):
-        batch, length, width = hidden_states.shape
-
-        def split_heads(x):
-            return x.reshape(batch, length, self.num_heads, self.head_dim).transpose(1, 2)
-
-        context = F.scaled_dot_product_attention(
-            split_heads(self.query(hidden_states)), split_heads(self.key(hidden_states)),
-            split_heads(self.value(hidden_states)), attn_mask=mask,
-            dropout_p=self.dropout_p if self.training else 0.0)
-        return context.transpose(1, 2).reshape(batch, length, width)
+        return self_attention(hidden_states, self.query, self.key, self.value, self.num_heads,
+                              mask, self.dropout_p if self.training else 0.0)
 
 
 class BertSelfOutput(nn.Module):
-    """Projection, dropout, residual and LayerNorm after attention."""
+    """Projection to the hidden size, dropout, residual and LayerNorm after attention (and,
+    as BertOutput, after the feed-forward)."""
 
-    def __init__(self, config: BertConfig):
+    def __init__(self, config: BertConfig, in_features: int | None = None):
         super().__init__()
-        self.dense = nn.Linear(config.hidden_size, config.hidden_size)
+        self.dense = nn.Linear(in_features or config.hidden_size, config.hidden_size)
         self.LayerNorm = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps)
         self.dropout = nn.Dropout(config.hidden_dropout_prob)
 
@@ -163,17 +159,11 @@ class BertIntermediate(nn.Module):
         return self.activation(self.dense(hidden_states))
 
 
-class BertOutput(nn.Module):
+class BertOutput(BertSelfOutput):
     """Feed-forward down-projection, dropout, residual and LayerNorm."""
 
     def __init__(self, config: BertConfig):
-        super().__init__()
-        self.dense = nn.Linear(config.intermediate_size, config.hidden_size)
-        self.LayerNorm = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps)
-        self.dropout = nn.Dropout(config.hidden_dropout_prob)
-
-    def forward(self, hidden_states, residual):
-        return self.LayerNorm(self.dropout(self.dense(hidden_states)) + residual)
+        super().__init__(config, config.intermediate_size)
 
 
 class BertLayer(nn.Module):
@@ -188,19 +178,10 @@ class BertLayer(nn.Module):
         return self.output(self.intermediate(attended), attended)
 
 
-class BertEncoder(nn.Module):
+class BertEncoder(LayerStack):
     def __init__(self, config: BertConfig):
         super().__init__()
         self.layer = nn.ModuleList([BertLayer(config) for _ in range(config.num_hidden_layers)])
-
-    def forward(self, hidden_states, mask=None, output_hidden_states: bool = False):
-        """The last hidden states, and every layer's input and the last output if asked."""
-        states = [hidden_states] if output_hidden_states else None
-        for layer in self.layer:
-            hidden_states = layer(hidden_states, mask)
-            if states is not None:
-                states.append(hidden_states)
-        return hidden_states, (tuple(states) if states is not None else None)
 
 
 class BertPooler(nn.Module):
@@ -215,27 +196,24 @@ class BertPooler(nn.Module):
 
 
 # ------------------------------------------------------------------------ models
-def as_input_ids(input_ids):
-    """`input_ids` as an integer (batch, sequence) tensor, or a clear error."""
-    if input_ids is None:
-        raise ValueError("input_ids is required: a (batch, sequence) tensor of token ids")
-    ids = input_ids if isinstance(input_ids, dl.Tensor) else dl.as_tensor(input_ids)
-    if ids.ndim != 2:
-        raise dl.ShapeError(f"input_ids must be (batch, sequence), got shape {tuple(ids.shape)}")
-    if ids.is_floating_point():
-        raise dl.DTypeError(f"input_ids must hold integer token ids, got {ids.dtype}")
-    return ids
-
-
-def _optional_ids(ids):
-    return ids if ids is None or isinstance(ids, dl.Tensor) else dl.as_tensor(ids)
-
-
 class BertPreTrainedModel(PreTrainedModel):
-    """BERT's config class and weight prefix, shared by the base model and the heads."""
+    """BERT's config class and weight prefix, shared by the base model and the heads, which
+    hold their base model under `base_model_prefix` (RoBERTa's heads reuse these with their
+    own prefix and base model)."""
 
     config_class = BertConfig
     base_model_prefix = "bert"
+
+    @classmethod
+    def base_model_class(cls) -> type[PreTrainedModel]:
+        return BertModel
+
+    def _add_base_model(self, config: BertConfig, add_pooling_layer: bool = False) -> None:
+        setattr(self, self.base_model_prefix,
+                self.base_model_class()(config, add_pooling_layer=add_pooling_layer))
+
+    def _run_base_model(self, *inputs):
+        return getattr(self, self.base_model_prefix)(*inputs)
 
 
 class BertModel(BertPreTrainedModel):
@@ -256,8 +234,8 @@ class BertModel(BertPreTrainedModel):
         """`attention_mask` (batch, sequence): 1 for tokens, 0 for padding."""
         input_ids = as_input_ids(input_ids)
         batch, length = input_ids.shape
-        hidden = self.embeddings(input_ids, _optional_ids(token_type_ids),
-                                 _optional_ids(position_ids))
+        hidden = self.embeddings(input_ids, optional_ids(token_type_ids),
+                                 optional_ids(position_ids))
         last, states = self.encoder(hidden, padding_mask(attention_mask, batch, length),
                                     output_hidden_states)
         pooled = self.pooler(last) if self.pooler is not None else None
@@ -303,20 +281,21 @@ class BertForMaskedLM(BertPreTrainedModel):
     embeddings. `labels` (-100 where not masked) gives the masked-LM loss."""
     _tied_weights = [("cls.predictions.decoder.weight", "bert.embeddings.word_embeddings.weight"),
                      ("cls.predictions.decoder.bias", "cls.predictions.bias")]
+    mlm_head = ("cls", BertOnlyMLMHead)  # (attribute, class): the weight names follow it
 
     def __init__(self, config: BertConfig):
         super().__init__(config)
-        self.bert = BertModel(config, add_pooling_layer=False)
-        self.cls = BertOnlyMLMHead(config)
+        self._add_base_model(config)
+        name, head_class = self.mlm_head
+        setattr(self, name, head_class(config))
         self.post_init()
 
     def forward(self, input_ids=None, attention_mask=None, token_type_ids=None,
                 position_ids=None, labels=None, output_hidden_states: bool = False):
-        out = self.bert(input_ids, attention_mask, token_type_ids, position_ids,
-                        output_hidden_states)
-        logits = self.cls(out.last_hidden_state)
-        loss = token_classification_loss(logits, labels) if labels is not None else None
-        return MaskedLMOutput(loss=loss, logits=logits, hidden_states=out.hidden_states)
+        out = self._run_base_model(input_ids, attention_mask, token_type_ids, position_ids,
+                                   output_hidden_states)
+        logits = getattr(self, self.mlm_head[0])(out.last_hidden_state)
+        return masked_lm_output(logits, labels, out.hidden_states)
 
 
 def classifier_dropout_rate(config: BertConfig) -> float:
@@ -330,19 +309,17 @@ class BertForSequenceClassification(BertPreTrainedModel):
 
     def __init__(self, config: BertConfig):
         super().__init__(config)
-        self.bert = BertModel(config)
+        self._add_base_model(config, add_pooling_layer=True)
         self.dropout = nn.Dropout(classifier_dropout_rate(config))
         self.classifier = nn.Linear(config.hidden_size, config.num_labels)
         self.post_init()
 
     def forward(self, input_ids=None, attention_mask=None, token_type_ids=None,
                 position_ids=None, labels=None, output_hidden_states: bool = False):
-        out = self.bert(input_ids, attention_mask, token_type_ids, position_ids,
-                        output_hidden_states)
+        out = self._run_base_model(input_ids, attention_mask, token_type_ids, position_ids,
+                                   output_hidden_states)
         logits = self.classifier(self.dropout(out.pooler_output))
-        loss = sequence_classification_loss(logits, labels, self.config) \
-            if labels is not None else None
-        return SequenceClassifierOutput(loss=loss, logits=logits, hidden_states=out.hidden_states)
+        return sequence_classifier_output(logits, labels, self.config, out.hidden_states)
 
 
 class BertForTokenClassification(BertPreTrainedModel):
@@ -350,31 +327,17 @@ class BertForTokenClassification(BertPreTrainedModel):
 
     def __init__(self, config: BertConfig):
         super().__init__(config)
-        self.bert = BertModel(config, add_pooling_layer=False)
+        self._add_base_model(config)
         self.dropout = nn.Dropout(classifier_dropout_rate(config))
         self.classifier = nn.Linear(config.hidden_size, config.num_labels)
         self.post_init()
 
     def forward(self, input_ids=None, attention_mask=None, token_type_ids=None,
                 position_ids=None, labels=None, output_hidden_states: bool = False):
-        out = self.bert(input_ids, attention_mask, token_type_ids, position_ids,
-                        output_hidden_states)
+        out = self._run_base_model(input_ids, attention_mask, token_type_ids, position_ids,
+                                   output_hidden_states)
         logits = self.classifier(self.dropout(out.last_hidden_state))
-        loss = token_classification_loss(logits, labels) if labels is not None else None
-        return TokenClassifierOutput(loss=loss, logits=logits, hidden_states=out.hidden_states)
-
-
-def span_label_count(config: PretrainedConfig) -> int:
-    if config.num_labels != 2:
-        raise ValueError(f"question answering predicts a start and an end per token, so "
-                         f"num_labels must be 2; the config has {config.num_labels}")
-    return 2
-
-
-def qa_logits(qa_outputs: nn.Linear, hidden_states):
-    """Start and end logits (batch, sequence) from the span classifier."""
-    start, end = qa_outputs(hidden_states).split(1, dim=-1)
-    return start.squeeze(-1), end.squeeze(-1)
+        return token_classifier_output(logits, labels, out.hidden_states)
 
 
 class BertForQuestionAnswering(BertPreTrainedModel):
@@ -382,20 +345,17 @@ class BertForQuestionAnswering(BertPreTrainedModel):
 
     def __init__(self, config: BertConfig):
         super().__init__(config)
-        self.bert = BertModel(config, add_pooling_layer=False)
+        self._add_base_model(config)
         self.qa_outputs = nn.Linear(config.hidden_size, span_label_count(config))
         self.post_init()
 
     def forward(self, input_ids=None, attention_mask=None, token_type_ids=None,
                 position_ids=None, start_positions=None, end_positions=None,
                 output_hidden_states: bool = False):
-        out = self.bert(input_ids, attention_mask, token_type_ids, position_ids,
-                        output_hidden_states)
-        start, end = qa_logits(self.qa_outputs, out.last_hidden_state)
-        loss = span_loss(start, end, start_positions, end_positions) \
-            if start_positions is not None and end_positions is not None else None
-        return QuestionAnsweringModelOutput(loss=loss, start_logits=start, end_logits=end,
-                                            hidden_states=out.hidden_states)
+        out = self._run_base_model(input_ids, attention_mask, token_type_ids, position_ids,
+                                   output_hidden_states)
+        return question_answering_output(self.qa_outputs, out.last_hidden_state,
+                                         start_positions, end_positions, out.hidden_states)
 
 
 MODEL_TYPE = "bert"

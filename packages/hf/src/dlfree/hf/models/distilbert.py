@@ -22,19 +22,22 @@ from ..configuration import (
 from ..modeling import (
     ACTIVATIONS,
     BaseModelOutput,
-    MaskedLMOutput,
     PreTrainedModel,
-    QuestionAnsweringModelOutput,
-    SequenceClassifierOutput,
-    TokenClassifierOutput,
     embedding,
     get_activation,
     padding_mask,
-    sequence_classification_loss,
-    span_loss,
-    token_classification_loss,
 )
-from .bert import as_input_ids, qa_logits, span_label_count
+from .encoder import (
+    LayerStack,
+    as_input_ids,
+    masked_lm_output,
+    optional_ids,
+    question_answering_output,
+    self_attention,
+    sequence_classifier_output,
+    span_label_count,
+    token_classifier_output,
+)
 
 __all__ = ["DistilBertConfig", "DistilBertPreTrainedModel", "DistilBertModel",
            "DistilBertForMaskedLM", "DistilBertForSequenceClassification",
@@ -110,7 +113,6 @@ class MultiHeadSelfAttention(nn.Module):
     def __init__(self, config: DistilBertConfig):
         super().__init__()
         self.n_heads = config.n_heads
-        self.head_dim = config.dim // config.n_heads
         self.q_lin = nn.Linear(config.dim, config.dim)
         self.k_lin = nn.Linear(config.dim, config.dim)
         self.v_lin = nn.Linear(config.dim, config.dim)
@@ -118,16 +120,9 @@ class MultiHeadSelfAttention(nn.Module):
         self.dropout_p = config.attention_dropout
 
     def forward(self, hidden_states, mask=None):
-        batch, length, width = hidden_states.shape
-
-        def split_heads(x):
-            return x.reshape(batch, length, self.n_heads, self.head_dim).transpose(1, 2)
-
-        context = F.scaled_dot_product_attention(
-            split_heads(self.q_lin(hidden_states)), split_heads(self.k_lin(hidden_states)),
-            split_heads(self.v_lin(hidden_states)), attn_mask=mask,
-            dropout_p=self.dropout_p if self.training else 0.0)
-        return self.out_lin(context.transpose(1, 2).reshape(batch, length, width))
+        return self.out_lin(self_attention(hidden_states, self.q_lin, self.k_lin, self.v_lin,
+                                           self.n_heads, mask,
+                                           self.dropout_p if self.training else 0.0))
 
 
 class FFN(nn.Module):
@@ -158,19 +153,10 @@ class TransformerBlock(nn.Module):
         return self.output_layer_norm(self.ffn(attended) + attended)
 
 
-class Transformer(nn.Module):
+class Transformer(LayerStack):
     def __init__(self, config: DistilBertConfig):
         super().__init__()
         self.layer = nn.ModuleList([TransformerBlock(config) for _ in range(config.n_layers)])
-
-    def forward(self, hidden_states, mask=None, output_hidden_states: bool = False):
-        """The last hidden states, and every layer's input and the last output if asked."""
-        states = [hidden_states] if output_hidden_states else None
-        for layer in self.layer:
-            hidden_states = layer(hidden_states, mask)
-            if states is not None:
-                states.append(hidden_states)
-        return hidden_states, (tuple(states) if states is not None else None)
 
 
 class DistilBertPreTrainedModel(PreTrainedModel):
@@ -203,9 +189,7 @@ class DistilBertModel(DistilBertPreTrainedModel):
         """`attention_mask` (batch, sequence): 1 for tokens, 0 for padding."""
         input_ids = as_input_ids(input_ids)
         batch, length = input_ids.shape
-        if position_ids is not None and not isinstance(position_ids, dl.Tensor):
-            position_ids = dl.as_tensor(position_ids)
-        hidden = self.embeddings(input_ids, position_ids)
+        hidden = self.embeddings(input_ids, optional_ids(position_ids))
         last, states = self.transformer(hidden, padding_mask(attention_mask, batch, length),
                                         output_hidden_states)
         return BaseModelOutput(last_hidden_state=last, hidden_states=states)
@@ -231,8 +215,7 @@ class DistilBertForMaskedLM(DistilBertPreTrainedModel):
         hidden = self.vocab_layer_norm(self.activation(self.vocab_transform(
             out.last_hidden_state)))
         logits = self.vocab_projector(hidden)
-        loss = token_classification_loss(logits, labels) if labels is not None else None
-        return MaskedLMOutput(loss=loss, logits=logits, hidden_states=out.hidden_states)
+        return masked_lm_output(logits, labels, out.hidden_states)
 
 
 class DistilBertForSequenceClassification(DistilBertPreTrainedModel):
@@ -252,9 +235,7 @@ class DistilBertForSequenceClassification(DistilBertPreTrainedModel):
         out = self.distilbert(input_ids, attention_mask, position_ids, output_hidden_states)
         pooled = F.relu(self.pre_classifier(out.last_hidden_state[:, 0]))
         logits = self.classifier(self.dropout(pooled))
-        loss = sequence_classification_loss(logits, labels, self.config) \
-            if labels is not None else None
-        return SequenceClassifierOutput(loss=loss, logits=logits, hidden_states=out.hidden_states)
+        return sequence_classifier_output(logits, labels, self.config, out.hidden_states)
 
 
 class DistilBertForTokenClassification(DistilBertPreTrainedModel):
@@ -271,8 +252,7 @@ class DistilBertForTokenClassification(DistilBertPreTrainedModel):
                 output_hidden_states: bool = False):
         out = self.distilbert(input_ids, attention_mask, position_ids, output_hidden_states)
         logits = self.classifier(self.dropout(out.last_hidden_state))
-        loss = token_classification_loss(logits, labels) if labels is not None else None
-        return TokenClassifierOutput(loss=loss, logits=logits, hidden_states=out.hidden_states)
+        return token_classifier_output(logits, labels, out.hidden_states)
 
 
 class DistilBertForQuestionAnswering(DistilBertPreTrainedModel):
@@ -288,11 +268,8 @@ class DistilBertForQuestionAnswering(DistilBertPreTrainedModel):
     def forward(self, input_ids=None, attention_mask=None, position_ids=None,
                 start_positions=None, end_positions=None, output_hidden_states: bool = False):
         out = self.distilbert(input_ids, attention_mask, position_ids, output_hidden_states)
-        start, end = qa_logits(self.qa_outputs, self.dropout(out.last_hidden_state))
-        loss = span_loss(start, end, start_positions, end_positions) \
-            if start_positions is not None and end_positions is not None else None
-        return QuestionAnsweringModelOutput(loss=loss, start_logits=start, end_logits=end,
-                                            hidden_states=out.hidden_states)
+        return question_answering_output(self.qa_outputs, self.dropout(out.last_hidden_state),
+                                         start_positions, end_positions, out.hidden_states)
 
 
 MODEL_TYPE = "distilbert"

@@ -10,25 +10,18 @@ from dlfree import functional as F
 from dlfree import nn
 
 from ..configuration import positive_int, token_id
-from ..modeling import (
-    MaskedLMOutput,
-    PreTrainedModel,
-    QuestionAnsweringModelOutput,
-    SequenceClassifierOutput,
-    TokenClassifierOutput,
-    embedding,
-    sequence_classification_loss,
-    span_loss,
-    token_classification_loss,
-)
+from ..modeling import embedding
 from .bert import (
     BertConfig,
     BertEmbeddings,
+    BertForMaskedLM,
+    BertForQuestionAnswering,
+    BertForTokenClassification,
     BertModel,
+    BertPreTrainedModel,
     classifier_dropout_rate,
-    qa_logits,
-    span_label_count,
 )
+from .encoder import sequence_classifier_output
 
 __all__ = ["RobertaConfig", "RobertaPreTrainedModel", "RobertaModel", "RobertaForMaskedLM",
            "RobertaForSequenceClassification", "RobertaForTokenClassification",
@@ -62,19 +55,22 @@ class RobertaEmbeddings(BertEmbeddings):
         return dl.cumsum(real, dim=1) * real + self.padding_idx
 
 
-class RobertaPreTrainedModel(PreTrainedModel):
-    """RoBERTa's config class and weight prefix, shared by the base model and the heads."""
+class RobertaPreTrainedModel(BertPreTrainedModel):
+    """RoBERTa's config class, weight prefix and base model, shared by the base model and the
+    heads (which are BERT's heads under these names unless RoBERTa's differ)."""
 
     config_class = RobertaConfig
     base_model_prefix = "roberta"
 
+    @classmethod
+    def base_model_class(cls) -> type[BertModel]:
+        return RobertaModel
 
-class RobertaModel(BertModel):
+
+class RobertaModel(RobertaPreTrainedModel, BertModel):
     """The RoBERTa encoder: `last_hidden_state` and, with the pooling layer,
     `pooler_output`."""
 
-    config_class = RobertaConfig
-    base_model_prefix = "roberta"
     embeddings_class = RobertaEmbeddings
 
 
@@ -93,25 +89,12 @@ class RobertaLMHead(nn.Module):
         return self.decoder(self.layer_norm(F.gelu(self.dense(features))))
 
 
-class RobertaForMaskedLM(RobertaPreTrainedModel):
+class RobertaForMaskedLM(RobertaPreTrainedModel, BertForMaskedLM):
     """Scores over the vocabulary for every position; the decoder shares the word
     embeddings. `labels` (-100 where not masked) gives the masked-LM loss."""
     _tied_weights = [("lm_head.decoder.weight", "roberta.embeddings.word_embeddings.weight"),
                      ("lm_head.decoder.bias", "lm_head.bias")]
-
-    def __init__(self, config: RobertaConfig):
-        super().__init__(config)
-        self.roberta = RobertaModel(config, add_pooling_layer=False)
-        self.lm_head = RobertaLMHead(config)
-        self.post_init()
-
-    def forward(self, input_ids=None, attention_mask=None, token_type_ids=None,
-                position_ids=None, labels=None, output_hidden_states: bool = False):
-        out = self.roberta(input_ids, attention_mask, token_type_ids, position_ids,
-                           output_hidden_states)
-        logits = self.lm_head(out.last_hidden_state)
-        loss = token_classification_loss(logits, labels) if labels is not None else None
-        return MaskedLMOutput(loss=loss, logits=logits, hidden_states=out.hidden_states)
+    mlm_head = ("lm_head", RobertaLMHead)
 
 
 class RobertaClassificationHead(nn.Module):
@@ -134,58 +117,24 @@ class RobertaForSequenceClassification(RobertaPreTrainedModel):
 
     def __init__(self, config: RobertaConfig):
         super().__init__(config)
-        self.roberta = RobertaModel(config, add_pooling_layer=False)
+        self._add_base_model(config)
         self.classifier = RobertaClassificationHead(config)
         self.post_init()
 
     def forward(self, input_ids=None, attention_mask=None, token_type_ids=None,
                 position_ids=None, labels=None, output_hidden_states: bool = False):
-        out = self.roberta(input_ids, attention_mask, token_type_ids, position_ids,
-                           output_hidden_states)
+        out = self._run_base_model(input_ids, attention_mask, token_type_ids, position_ids,
+                                   output_hidden_states)
         logits = self.classifier(out.last_hidden_state)
-        loss = sequence_classification_loss(logits, labels, self.config) \
-            if labels is not None else None
-        return SequenceClassifierOutput(loss=loss, logits=logits, hidden_states=out.hidden_states)
+        return sequence_classifier_output(logits, labels, self.config, out.hidden_states)
 
 
-class RobertaForTokenClassification(RobertaPreTrainedModel):
+class RobertaForTokenClassification(RobertaPreTrainedModel, BertForTokenClassification):
     """A linear classifier on every token's hidden state (NER, tagging)."""
 
-    def __init__(self, config: RobertaConfig):
-        super().__init__(config)
-        self.roberta = RobertaModel(config, add_pooling_layer=False)
-        self.dropout = nn.Dropout(classifier_dropout_rate(config))
-        self.classifier = nn.Linear(config.hidden_size, config.num_labels)
-        self.post_init()
 
-    def forward(self, input_ids=None, attention_mask=None, token_type_ids=None,
-                position_ids=None, labels=None, output_hidden_states: bool = False):
-        out = self.roberta(input_ids, attention_mask, token_type_ids, position_ids,
-                           output_hidden_states)
-        logits = self.classifier(self.dropout(out.last_hidden_state))
-        loss = token_classification_loss(logits, labels) if labels is not None else None
-        return TokenClassifierOutput(loss=loss, logits=logits, hidden_states=out.hidden_states)
-
-
-class RobertaForQuestionAnswering(RobertaPreTrainedModel):
+class RobertaForQuestionAnswering(RobertaPreTrainedModel, BertForQuestionAnswering):
     """Start and end logits of the answer span over the tokens (extractive QA)."""
-
-    def __init__(self, config: RobertaConfig):
-        super().__init__(config)
-        self.roberta = RobertaModel(config, add_pooling_layer=False)
-        self.qa_outputs = nn.Linear(config.hidden_size, span_label_count(config))
-        self.post_init()
-
-    def forward(self, input_ids=None, attention_mask=None, token_type_ids=None,
-                position_ids=None, start_positions=None, end_positions=None,
-                output_hidden_states: bool = False):
-        out = self.roberta(input_ids, attention_mask, token_type_ids, position_ids,
-                           output_hidden_states)
-        start, end = qa_logits(self.qa_outputs, out.last_hidden_state)
-        loss = span_loss(start, end, start_positions, end_positions) \
-            if start_positions is not None and end_positions is not None else None
-        return QuestionAnsweringModelOutput(loss=loss, start_logits=start, end_logits=end,
-                                            hidden_states=out.hidden_states)
 
 
 MODEL_TYPE = "roberta"

@@ -13,6 +13,14 @@ from ._common import check_count, empty_parameter
 __all__ = ["Linear", "Bilinear"]
 
 
+def _add_bias(module: Module, bias: bool, out_features: int, device, dtype) -> None:
+    """Register an (out_features,) `bias`, or None when bias=False."""
+    if bias:
+        module.bias = empty_parameter(out_features, device=device, dtype=dtype)
+    else:
+        module.register_parameter("bias", None)
+
+
 class Linear(Module):
     """y = x W^T + b over the last dim: weight (out_features, in_features), bias
     (out_features), both U(-1/sqrt(in_features), 1/sqrt(in_features)) at first."""
@@ -23,10 +31,7 @@ class Linear(Module):
         self.in_features = check_count(in_features, "in_features", "Linear", 0)
         self.out_features = check_count(out_features, "out_features", "Linear", 0)
         self.weight = empty_parameter(out_features, in_features, device=device, dtype=dtype)
-        if bias:
-            self.bias = empty_parameter(out_features, device=device, dtype=dtype)
-        else:
-            self.register_parameter("bias", None)
+        _add_bias(self, bias, out_features, device, dtype)
         self.reset_parameters()
 
     def reset_parameters(self) -> None:
@@ -57,10 +62,7 @@ class Bilinear(Module):
         self.out_features = check_count(out_features, "out_features", "Bilinear")
         self.weight = empty_parameter(out_features, in1_features, in2_features, device=device,
                                       dtype=dtype)
-        if bias:
-            self.bias = empty_parameter(out_features, device=device, dtype=dtype)
-        else:
-            self.register_parameter("bias", None)
+        _add_bias(self, bias, out_features, device, dtype)
         self.reset_parameters()
 
     def reset_parameters(self) -> None:

@@ -17,6 +17,27 @@ from ._common import check_count, empty_parameter
 __all__ = ["BatchNorm1d", "BatchNorm2d", "InstanceNorm2d", "LayerNorm", "GroupNorm", "RMSNorm"]
 
 
+def _add_affine(module: Module, shape: tuple, affine: bool, bias: bool, device, dtype) -> None:
+    """Register `weight` and `bias` of `shape` (or None: no affine, or bias=False)."""
+    if affine:
+        module.weight = empty_parameter(*shape, device=device, dtype=dtype)
+        if bias:
+            module.bias = empty_parameter(*shape, device=device, dtype=dtype)
+        else:
+            module.register_parameter("bias", None)
+    else:
+        module.register_parameter("weight", None)
+        module.register_parameter("bias", None)
+
+
+def _reset_affine(module: Module) -> None:
+    """The affine parameters, where there are any, back to weight 1 and bias 0."""
+    if module.weight is not None:
+        init.ones_(module.weight)
+    if module.bias is not None:
+        init.zeros_(module.bias)
+
+
 class _NormBase(Module):
     """Per-channel affine parameters (weight 1, bias 0) and, with `track_running_stats`, the
     buffers running_mean (0), running_var (1) and num_batches_tracked (0)."""
@@ -29,15 +50,7 @@ class _NormBase(Module):
         self.momentum = momentum
         self.affine = affine
         self.track_running_stats = track_running_stats
-        if affine:
-            self.weight = empty_parameter(num_features, device=device, dtype=dtype)
-            if bias:
-                self.bias = empty_parameter(num_features, device=device, dtype=dtype)
-            else:
-                self.register_parameter("bias", None)
-        else:
-            self.register_parameter("weight", None)
-            self.register_parameter("bias", None)
+        _add_affine(self, (num_features,), affine, bias, device, dtype)
         if track_running_stats:
             self.register_buffer("running_mean", dl.zeros(num_features, device=device,
                                                           dtype=dtype))
@@ -61,10 +74,7 @@ class _NormBase(Module):
 
     def reset_parameters(self) -> None:
         self.reset_running_stats()
-        if self.affine:
-            init.ones_(self.weight)
-            if self.bias is not None:
-                init.zeros_(self.bias)
+        _reset_affine(self)
 
     def _check_input(self, input, ranks: tuple, layout: str) -> None:
         if input.ndim not in ranks:
@@ -163,22 +173,11 @@ class LayerNorm(Module):
         self.normalized_shape = _shape(normalized_shape)
         self.eps = eps
         self.elementwise_affine = elementwise_affine
-        if elementwise_affine:
-            self.weight = empty_parameter(*self.normalized_shape, device=device, dtype=dtype)
-            if bias:
-                self.bias = empty_parameter(*self.normalized_shape, device=device, dtype=dtype)
-            else:
-                self.register_parameter("bias", None)
-        else:
-            self.register_parameter("weight", None)
-            self.register_parameter("bias", None)
+        _add_affine(self, self.normalized_shape, elementwise_affine, bias, device, dtype)
         self.reset_parameters()
 
     def reset_parameters(self) -> None:
-        if self.elementwise_affine:
-            init.ones_(self.weight)
-            if self.bias is not None:
-                init.zeros_(self.bias)
+        _reset_affine(self)
 
     def forward(self, input):
         return F.layer_norm(input, self.normalized_shape, self.weight, self.bias, self.eps)
@@ -202,22 +201,11 @@ class GroupNorm(Module):
                              f"num_groups ({num_groups})")
         self.eps = eps
         self.affine = affine
-        if affine:
-            self.weight = empty_parameter(num_channels, device=device, dtype=dtype)
-            if bias:
-                self.bias = empty_parameter(num_channels, device=device, dtype=dtype)
-            else:
-                self.register_parameter("bias", None)
-        else:
-            self.register_parameter("weight", None)
-            self.register_parameter("bias", None)
+        _add_affine(self, (num_channels,), affine, bias, device, dtype)
         self.reset_parameters()
 
     def reset_parameters(self) -> None:
-        if self.affine:
-            init.ones_(self.weight)
-            if self.bias is not None:
-                init.zeros_(self.bias)
+        _reset_affine(self)
 
     def forward(self, input):
         return F.group_norm(input, self.num_groups, self.weight, self.bias, self.eps)

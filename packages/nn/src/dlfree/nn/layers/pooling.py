@@ -12,18 +12,25 @@ __all__ = ["MaxPool1d", "MaxPool2d", "AvgPool1d", "AvgPool2d", "AdaptiveAvgPool1
            "AdaptiveAvgPool2d", "AdaptiveMaxPool2d"]
 
 
-class _MaxPool(Module):
-    """Arguments as given (torch keeps ints as ints here); `stride` defaults to the kernel."""
+class _WindowPool(Module):
+    """A sliding-window pooling's window: `stride` defaults to the kernel."""
 
-    def __init__(self, kernel_size, stride=None, padding=0, dilation=1,
-                 return_indices: bool = False, ceil_mode: bool = False):
+    def __init__(self, kernel_size, stride, padding, ceil_mode: bool):
         super().__init__()
         self.kernel_size = kernel_size
         self.stride = stride if stride is not None else kernel_size
         self.padding = padding
+        self.ceil_mode = ceil_mode
+
+
+class _MaxPool(_WindowPool):
+    """Arguments as given (torch keeps ints as ints here)."""
+
+    def __init__(self, kernel_size, stride=None, padding=0, dilation=1,
+                 return_indices: bool = False, ceil_mode: bool = False):
+        super().__init__(kernel_size, stride, padding, ceil_mode)
         self.dilation = dilation
         self.return_indices = return_indices
-        self.ceil_mode = ceil_mode
 
     def extra_repr(self) -> str:
         return (f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}, "
@@ -48,38 +55,35 @@ class MaxPool2d(_MaxPool):
                             ceil_mode=self.ceil_mode, return_indices=self.return_indices)
 
 
-class AvgPool1d(Module):
+class _AvgPool(_WindowPool):
+    def extra_repr(self) -> str:
+        return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
+
+
+class AvgPool1d(_AvgPool):
     """The mean over each window of (N, C, L) or (C, L); zero padding counts towards the
     mean unless `count_include_pad=False`."""
 
     def __init__(self, kernel_size, stride=None, padding=0, ceil_mode: bool = False,
                  count_include_pad: bool = True):
-        super().__init__()
-        self.kernel_size = ntuple(kernel_size, 1)
-        self.stride = ntuple(stride if stride is not None else kernel_size, 1)
-        self.padding = ntuple(padding, 1)
-        self.ceil_mode = ceil_mode
+        # torch stores the 1-d window as 1-tuples
+        super().__init__(ntuple(kernel_size, 1),
+                         ntuple(stride if stride is not None else kernel_size, 1),
+                         ntuple(padding, 1), ceil_mode)
         self.count_include_pad = count_include_pad
 
     def forward(self, input):
         return F.avg_pool1d(input, self.kernel_size, self.stride, self.padding, self.ceil_mode,
                             self.count_include_pad)
 
-    def extra_repr(self) -> str:
-        return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
 
-
-class AvgPool2d(Module):
+class AvgPool2d(_AvgPool):
     """The mean over each window of (N, C, H, W) or (C, H, W); `divisor_override` replaces
     the window size as the divisor."""
 
     def __init__(self, kernel_size, stride=None, padding=0, ceil_mode: bool = False,
                  count_include_pad: bool = True, divisor_override: int | None = None):
-        super().__init__()
-        self.kernel_size = kernel_size
-        self.stride = stride if stride is not None else kernel_size
-        self.padding = padding
-        self.ceil_mode = ceil_mode
+        super().__init__(kernel_size, stride, padding, ceil_mode)
         self.count_include_pad = count_include_pad
         self.divisor_override = divisor_override
 
@@ -87,11 +91,10 @@ class AvgPool2d(Module):
         return F.avg_pool2d(input, self.kernel_size, self.stride, self.padding, self.ceil_mode,
                             self.count_include_pad, self.divisor_override)
 
-    def extra_repr(self) -> str:
-        return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
-
 
 class _Adaptive(Module):
+    """Pooling to a fixed `output_size`, whatever the input's size."""
+
     def __init__(self, output_size):
         super().__init__()
         self.output_size = output_size
@@ -115,17 +118,13 @@ class AdaptiveAvgPool2d(_Adaptive):
         return F.adaptive_avg_pool2d(input, self.output_size)
 
 
-class AdaptiveMaxPool2d(Module):
+class AdaptiveMaxPool2d(_Adaptive):
     """Max pooling of (N, C, H, W) or (C, H, W) to `output_size`; `return_indices` also gives
     the flat positions of the maxima."""
 
     def __init__(self, output_size, return_indices: bool = False):
-        super().__init__()
-        self.output_size = output_size
+        super().__init__(output_size)
         self.return_indices = return_indices
 
     def forward(self, input):
         return F.adaptive_max_pool2d(input, self.output_size, self.return_indices)
-
-    def extra_repr(self) -> str:
-        return f"output_size={self.output_size}"
