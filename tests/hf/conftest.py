@@ -1,7 +1,8 @@
 """Shared fixtures for dlfree-hf tests: tiny random transformers models (the oracle) saved
 into temporary checkpoint folders once per session, padded inputs, and the comparisons.
 
-Tests that take `encoder_family` / `encoder_head` run once per BERT-family model and head.
+Tests that take `encoder_family` / `encoder_head` run once per BERT-family model and head;
+modules that use `one_torch_thread` run the oracle on one thread.
 """
 
 from __future__ import annotations
@@ -126,3 +127,14 @@ class Oracle:
 @pytest.fixture(scope="session")
 def oracle(tmp_path_factory) -> Oracle:
     return Oracle(tmp_path_factory)
+
+
+@pytest.fixture(scope="module")
+def one_torch_thread():
+    """The oracle on one thread: on a busy machine torch's idle workers spin and make each
+    tiny call take milliseconds; the previous setting comes back after the module."""
+    torch = pytest.importorskip("torch")
+    previous = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(previous)

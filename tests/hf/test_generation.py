@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hf_helpers import PAD, VOCAB, padded_batch
 
 import dlfree as dl
 from dlfree.hf.generation import (
@@ -23,8 +24,9 @@ from dlfree.hf.models.mistral import MistralForCausalLM
 
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
-VOCAB, PAD, EOS = 99, 0, 2
+EOS = 2
 COMMON = dict(vocab_size=VOCAB, initializer_range=0.2, bos_token_id=1, eos_token_id=EOS,
               pad_token_id=PAD)
 MODELS = {
@@ -38,16 +40,6 @@ MODELS = {
                 dict(hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
                      num_key_value_heads=2, intermediate_size=37, sliding_window=4)),
 }
-
-
-@pytest.fixture(scope="module", autouse=True)
-def one_torch_thread():
-    """The oracle on one thread: on a busy machine torch's idle workers spin and make each
-    tiny call take milliseconds; the previous setting comes back after the module."""
-    previous = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(previous)
 
 
 @pytest.fixture(scope="module")
@@ -71,11 +63,7 @@ def models(tmp_path_factory):
 
 def prompts(padding: str = "left"):
     """Two prompts of five tokens, the second left-padded by two unless padding="none"."""
-    ids = np.random.default_rng(11).integers(3, VOCAB, size=(2, 5))
-    mask = np.ones_like(ids)
-    if padding == "left":
-        ids[1, :2], mask[1, :2] = PAD, 0
-    return ids, mask
+    return padded_batch(padding, length=5, pads=2, seed=11)
 
 
 def hf_generate(model, ids, mask, **kwargs) -> np.ndarray:

@@ -7,6 +7,19 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import safetensors.numpy
+from hf_helpers import (
+    ATOL,
+    PAD,
+    VOCAB,
+    assert_classifier_logits_match,
+    assert_hidden_states_match,
+    assert_lm_logits_match,
+    assert_lm_loss_matches,
+    assert_loss_gradients_match,
+    padded_batch,
+    run_dl,
+    run_hf,
+)
 
 import dlfree as dl
 from dlfree.hf.models.gpt2 import (
@@ -18,9 +31,8 @@ from dlfree.hf.models.gpt2 import (
 
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
-VOCAB, PAD = 99, 0
-ATOL = 1e-4  # float32, logits of order one (initializer_range 0.2)
 CONV1D_WEIGHTS = ("c_attn.weight", "c_proj.weight", "c_fc.weight")  # (in, out) in transformers
 
 
@@ -30,16 +42,6 @@ def hf_config(**changes):
                   num_labels=3)
     fields.update(changes)
     return transformers.GPT2Config(**fields)
-
-
-@pytest.fixture(scope="module", autouse=True)
-def one_torch_thread():
-    """The oracle on one thread: on a busy machine torch's idle workers spin and make each
-    tiny call take milliseconds; the previous setting comes back after the module."""
-    previous = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(previous)
 
 
 @pytest.fixture(scope="module")
@@ -60,32 +62,7 @@ def checkpoints(tmp_path_factory):
 
 def batch(padding: str):
     """Two rows of seven tokens; the second padded by three (left or right) unless "none"."""
-    ids = np.random.default_rng(7).integers(3, VOCAB, size=(2, 7))
-    mask = np.ones_like(ids)
-    if padding == "left":
-        ids[1, :3], mask[1, :3] = PAD, 0
-    elif padding == "right":
-        ids[1, 4:], mask[1, 4:] = PAD, 0
-    return ids, mask
-
-
-def run_hf(model, ids, mask, **kwargs):
-    with torch.no_grad():
-        return model(torch.as_tensor(ids), attention_mask=torch.as_tensor(mask), **kwargs)
-
-
-def run_dl(model, ids, mask, **kwargs):
-    with dl.no_grad():
-        return model(dl.tensor(ids), attention_mask=dl.tensor(mask), **kwargs)
-
-
-def assert_real_tokens_close(ours, theirs, mask, atol=ATOL):
-    """Equal at every position that is not padding (what a padded position computes is
-    never read: real tokens do not attend to it)."""
-    ours, theirs = ours.numpy(), theirs.numpy()
-    assert ours.shape == theirs.shape
-    real = mask.astype(bool)
-    np.testing.assert_allclose(ours[real], theirs[real], rtol=0, atol=atol)
+    return padded_batch(padding, length=7, pads=3, seed=7)
 
 
 @pytest.mark.parametrize("padding", ["none", "left", "right"])
@@ -93,11 +70,7 @@ def assert_real_tokens_close(ours, theirs, mask, atol=ATOL):
 def test_lm_logits_match_transformers(checkpoints, name, padding):
     folder, theirs = checkpoints[name]
     ours = GPT2LMHeadModel.from_pretrained(folder)
-    assert not ours.load_report.missing_keys and not ours.load_report.unexpected_keys
-    ids, mask = batch(padding)
-    expected = run_hf(theirs, ids, mask).logits
-    assert float(expected.abs().max()) > 0.5  # so that ATOL is a tight bound
-    assert_real_tokens_close(run_dl(ours, ids, mask).logits, expected, mask)
+    assert_lm_logits_match(ours, theirs, *batch(padding))
 
 
 def test_tying_follows_the_config(checkpoints):
@@ -112,13 +85,7 @@ def test_tying_follows_the_config(checkpoints):
 def test_base_model_and_hidden_states(checkpoints):
     folder, theirs = checkpoints["lm"]
     ours = GPT2Model.from_pretrained(folder)  # the LM checkpoint, "transformer." dropped
-    ids, mask = batch("left")
-    expected = run_hf(theirs.transformer, ids, mask, output_hidden_states=True)
-    got = run_dl(ours, ids, mask, output_hidden_states=True)
-    assert_real_tokens_close(got.last_hidden_state, expected.last_hidden_state, mask)
-    assert len(got.hidden_states) == len(expected.hidden_states) == 3
-    for mine, reference in zip(got.hidden_states, expected.hidden_states):
-        assert_real_tokens_close(mine, reference, mask)
+    assert_hidden_states_match(ours, theirs.transformer, *batch("left"))
 
 
 def test_conv1d_weights_are_transposed(checkpoints):
@@ -134,41 +101,20 @@ def test_conv1d_weights_are_transposed(checkpoints):
 def test_sequence_classification_pools_the_last_real_token(checkpoints, padding):
     folder, theirs = checkpoints["classifier"]
     ours = GPT2ForSequenceClassification.from_pretrained(folder)
-    ids, mask = batch(padding)
-    expected = run_hf(theirs, ids, mask).logits.numpy()
-    got = run_dl(ours, ids, mask).logits.numpy()
-    assert got.shape == (2, 3)
-    np.testing.assert_allclose(got, expected, rtol=0, atol=ATOL)
+    assert_classifier_logits_match(ours, theirs, *batch(padding))
 
 
 def test_lm_loss_matches_transformers(checkpoints):
     folder, theirs = checkpoints["lm"]
     ours = GPT2LMHeadModel.from_pretrained(folder)
-    ids, mask = batch("right")
-    labels = np.where(mask == 1, ids, -100)
-    expected = run_hf(theirs, ids, mask, labels=torch.as_tensor(labels)).loss.item()
-    got = run_dl(ours, ids, mask, labels=dl.tensor(labels)).loss.item()
-    assert got == pytest.approx(expected, abs=1e-5)
+    assert_lm_loss_matches(ours, theirs, *batch("right"))
 
 
 def test_loss_gradients_match_transformers(checkpoints):
     """Fine-tuning sees the same gradients (those of Conv1D weights transposed)."""
     folder, theirs = checkpoints["lm"]
     ours = GPT2LMHeadModel.from_pretrained(folder)
-    ids, mask = batch("left")
-    labels = np.where(mask == 1, ids, -100)
-    theirs.zero_grad()
-    theirs(torch.as_tensor(ids), attention_mask=torch.as_tensor(mask),
-           labels=torch.as_tensor(labels)).loss.backward()
-    ours(dl.tensor(ids), attention_mask=dl.tensor(mask), labels=dl.tensor(labels)).loss.backward()
-    expected = dict(theirs.named_parameters())
-    for name, param in ours.named_parameters():
-        reference = expected[name].grad.numpy()
-        if name.endswith(CONV1D_WEIGHTS):
-            reference = reference.T
-        np.testing.assert_allclose(param.grad.numpy(), reference, rtol=0,
-                                   atol=1e-5 * max(1.0, np.abs(reference).max()), err_msg=name)
-    theirs.zero_grad()
+    assert_loss_gradients_match(ours, theirs, *batch("left"), transposed=CONV1D_WEIGHTS)
 
 
 @pytest.mark.parametrize("name", ["lm", "lm_untied"])

@@ -9,6 +9,19 @@ import json
 
 import numpy as np
 import pytest
+from hf_helpers import (
+    PAD,
+    VOCAB,
+    assert_classifier_logits_match,
+    assert_hidden_states_match,
+    assert_lm_logits_match,
+    assert_lm_loss_matches,
+    assert_loss_gradients_match,
+    assert_real_tokens_close,
+    padded_batch,
+    run_dl,
+    run_hf,
+)
 
 import dlfree as dl
 from dlfree.hf.models.llama import (
@@ -24,9 +37,8 @@ from dlfree.hf.models.rope import ROPE_TYPES, inverse_frequencies
 
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
-VOCAB, PAD = 99, 0
-ATOL = 1e-4  # float32, logits of order one (initializer_range 0.2)
 LENGTH = 10
 TINY = dict(vocab_size=VOCAB, hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
             num_key_value_heads=2, intermediate_size=37, initializer_range=0.2,
@@ -64,16 +76,6 @@ def hf_model(family: str, head: str, seed: int, **changes):
     return getattr(transformers, f"{family}{head}")(config).eval()
 
 
-@pytest.fixture(scope="module", autouse=True)
-def one_torch_thread():
-    """The oracle on one thread: on a busy machine torch's idle workers spin and make each
-    tiny call take milliseconds; the previous setting comes back after the module."""
-    previous = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(previous)
-
-
 @pytest.fixture(scope="module")
 def checkpoints(tmp_path_factory):
     """Builds and saves each transformers model once: (folder, model) by name."""
@@ -92,31 +94,8 @@ def checkpoints(tmp_path_factory):
 
 
 def batch(padding: str):
-    ids = np.random.default_rng(3).integers(3, VOCAB, size=(2, LENGTH))
-    mask = np.ones_like(ids)
-    if padding == "left":
-        ids[1, :4], mask[1, :4] = PAD, 0
-    elif padding == "right":
-        ids[1, 6:], mask[1, 6:] = PAD, 0
-    return ids, mask
-
-
-def run_hf(model, ids, mask, **kwargs):
-    with torch.no_grad():
-        return model(torch.as_tensor(ids), attention_mask=torch.as_tensor(mask), **kwargs)
-
-
-def run_dl(model, ids, mask, **kwargs):
-    with dl.no_grad():
-        return model(dl.tensor(ids), attention_mask=dl.tensor(mask), **kwargs)
-
-
-def assert_real_tokens_close(ours, theirs, mask, atol=ATOL):
-    """Equal at every position that is not padding (nothing reads a padded position)."""
-    ours, theirs = ours.numpy(), theirs.numpy()
-    assert ours.shape == theirs.shape
-    real = mask.astype(bool)
-    np.testing.assert_allclose(ours[real], theirs[real], rtol=0, atol=atol)
+    """Two rows of LENGTH tokens; the second padded by four (left or right) unless "none"."""
+    return padded_batch(padding, length=LENGTH, pads=4, seed=3)
 
 
 @pytest.mark.parametrize("padding", ["none", "left"])
@@ -124,11 +103,7 @@ def assert_real_tokens_close(ours, theirs, mask, atol=ATOL):
 def test_causal_lm_logits_match_transformers(checkpoints, name, padding):
     folder, theirs = checkpoints(name)
     ours = VARIANTS[name][1].from_pretrained(folder)
-    assert not ours.load_report.missing_keys and not ours.load_report.unexpected_keys
-    ids, mask = batch(padding)
-    expected = run_hf(theirs, ids, mask).logits
-    assert float(expected.abs().max()) > 0.5  # so that ATOL is a tight bound
-    assert_real_tokens_close(run_dl(ours, ids, mask).logits, expected, mask)
+    assert_lm_logits_match(ours, theirs, *batch(padding))
 
 
 def test_dynamic_rope_scales_only_past_max_positions(checkpoints):
@@ -149,13 +124,7 @@ def test_dynamic_rope_scales_only_past_max_positions(checkpoints):
 def test_hidden_states_and_base_model(checkpoints):
     folder, theirs = checkpoints("llama-gqa")
     ours = LlamaModel.from_pretrained(folder)  # the causal-LM checkpoint, "model." dropped
-    ids, mask = batch("left")
-    expected = run_hf(theirs.model, ids, mask, output_hidden_states=True)
-    got = run_dl(ours, ids, mask, output_hidden_states=True)
-    assert_real_tokens_close(got.last_hidden_state, expected.last_hidden_state, mask)
-    assert len(got.hidden_states) == len(expected.hidden_states) == 3
-    for mine, reference in zip(got.hidden_states, expected.hidden_states):
-        assert_real_tokens_close(mine, reference, mask)
+    assert_hidden_states_match(ours, theirs.model, *batch("left"))
 
 
 def test_tying_follows_the_config(checkpoints):
@@ -175,21 +144,13 @@ def test_tying_follows_the_config(checkpoints):
 def test_sequence_classification_matches_transformers(checkpoints, name, padding):
     folder, theirs = checkpoints(name, "ForSequenceClassification")
     ours = CLASSIFIERS[VARIANTS[name][0]].from_pretrained(folder)
-    ids, mask = batch(padding)
-    expected = run_hf(theirs, ids, mask).logits.numpy()
-    got = run_dl(ours, ids, mask).logits.numpy()
-    assert got.shape == (2, 3)
-    np.testing.assert_allclose(got, expected, rtol=0, atol=ATOL)
+    assert_classifier_logits_match(ours, theirs, *batch(padding))
 
 
 def test_causal_lm_loss_matches_transformers(checkpoints):
     folder, theirs = checkpoints("qwen2")
     ours = Qwen2ForCausalLM.from_pretrained(folder)
-    ids, mask = batch("right")
-    labels = np.where(mask == 1, ids, -100)
-    expected = run_hf(theirs, ids, mask, labels=torch.as_tensor(labels)).loss.item()
-    assert run_dl(ours, ids, mask, labels=dl.tensor(labels)).loss.item() == \
-        pytest.approx(expected, abs=1e-5)
+    assert_lm_loss_matches(ours, theirs, *batch("right"))
 
 
 @pytest.mark.parametrize("name", ["llama-gqa", "qwen2-window-layer"])
@@ -198,19 +159,7 @@ def test_loss_gradients_match_transformers(checkpoints, name):
     the biases all differentiate as in transformers."""
     folder, theirs = checkpoints(name)
     ours = VARIANTS[name][1].from_pretrained(folder)
-    ids, mask = batch("left")
-    labels = np.where(mask == 1, ids, -100)
-    theirs.zero_grad()
-    theirs(torch.as_tensor(ids), attention_mask=torch.as_tensor(mask),
-           labels=torch.as_tensor(labels)).loss.backward()
-    ours(dl.tensor(ids), attention_mask=dl.tensor(mask), labels=dl.tensor(labels)).loss.backward()
-    expected = dict(theirs.named_parameters())
-    for param_name, param in ours.named_parameters():
-        reference = expected[param_name].grad.numpy()
-        np.testing.assert_allclose(param.grad.numpy(), reference, rtol=0,
-                                   atol=1e-5 * max(1.0, np.abs(reference).max()),
-                                   err_msg=param_name)
-    theirs.zero_grad()
+    assert_loss_gradients_match(ours, theirs, *batch("left"))
 
 
 @pytest.mark.parametrize("name", ["llama-gqa", "llama-mha-tied-biased", "llama-rope-llama3",

@@ -24,13 +24,11 @@ from ..modeling import (
     PreTrainedModel,
     embedding,
     get_activation,
-    padding_mask,
 )
 from .encoder import (
     LayerStack,
-    as_input_ids,
+    encode,
     masked_lm_output,
-    optional_ids,
     question_answering_output,
     self_attention,
     sequence_classifier_output,
@@ -232,12 +230,8 @@ class BertModel(BertPreTrainedModel):
     def forward(self, input_ids=None, attention_mask=None, token_type_ids=None,
                 position_ids=None, output_hidden_states: bool = False):
         """`attention_mask` (batch, sequence): 1 for tokens, 0 for padding."""
-        input_ids = as_input_ids(input_ids)
-        batch, length = input_ids.shape
-        hidden = self.embeddings(input_ids, optional_ids(token_type_ids),
-                                 optional_ids(position_ids))
-        last, states = self.encoder(hidden, padding_mask(attention_mask, batch, length),
-                                    output_hidden_states)
+        last, states = encode(self.embeddings, self.encoder, input_ids, attention_mask,
+                              output_hidden_states, token_type_ids, position_ids)
         pooled = self.pooler(last) if self.pooler is not None else None
         return BaseModelOutputWithPooling(last_hidden_state=last, pooler_output=pooled,
                                           hidden_states=states)
@@ -303,41 +297,47 @@ def classifier_dropout_rate(config: BertConfig) -> float:
         else config.hidden_dropout_prob
 
 
-class BertForSequenceClassification(BertPreTrainedModel):
+class BertLinearClassifierModel(BertPreTrainedModel):
+    """Dropout and a linear `classifier` on the pooled output (when `pooled`) or on every
+    token's hidden state: what the sequence and token classifiers share."""
+
+    pooled = False
+
+    def __init__(self, config: BertConfig):
+        super().__init__(config)
+        self._add_base_model(config, add_pooling_layer=self.pooled)
+        self.dropout = nn.Dropout(classifier_dropout_rate(config))
+        self.classifier = nn.Linear(config.hidden_size, config.num_labels)
+        self.post_init()
+
+    def _classify(self, *inputs):
+        """(logits, hidden states) of the base model run on `inputs`."""
+        out = self._run_base_model(*inputs)
+        features = out.pooler_output if self.pooled else out.last_hidden_state
+        return self.classifier(self.dropout(features)), out.hidden_states
+
+
+class BertForSequenceClassification(BertLinearClassifierModel):
     """A linear classifier on the pooled output; `labels` gives the loss for
     `config.problem_type` (regression, single- or multi-label)."""
 
-    def __init__(self, config: BertConfig):
-        super().__init__(config)
-        self._add_base_model(config, add_pooling_layer=True)
-        self.dropout = nn.Dropout(classifier_dropout_rate(config))
-        self.classifier = nn.Linear(config.hidden_size, config.num_labels)
-        self.post_init()
+    pooled = True
 
     def forward(self, input_ids=None, attention_mask=None, token_type_ids=None,
                 position_ids=None, labels=None, output_hidden_states: bool = False):
-        out = self._run_base_model(input_ids, attention_mask, token_type_ids, position_ids,
-                                   output_hidden_states)
-        logits = self.classifier(self.dropout(out.pooler_output))
-        return sequence_classifier_output(logits, labels, self.config, out.hidden_states)
+        logits, states = self._classify(input_ids, attention_mask, token_type_ids,
+                                        position_ids, output_hidden_states)
+        return sequence_classifier_output(logits, labels, self.config, states)
 
 
-class BertForTokenClassification(BertPreTrainedModel):
+class BertForTokenClassification(BertLinearClassifierModel):
     """A linear classifier on every token's hidden state (NER, tagging)."""
 
-    def __init__(self, config: BertConfig):
-        super().__init__(config)
-        self._add_base_model(config)
-        self.dropout = nn.Dropout(classifier_dropout_rate(config))
-        self.classifier = nn.Linear(config.hidden_size, config.num_labels)
-        self.post_init()
-
     def forward(self, input_ids=None, attention_mask=None, token_type_ids=None,
                 position_ids=None, labels=None, output_hidden_states: bool = False):
-        out = self._run_base_model(input_ids, attention_mask, token_type_ids, position_ids,
-                                   output_hidden_states)
-        logits = self.classifier(self.dropout(out.last_hidden_state))
-        return token_classifier_output(logits, labels, out.hidden_states)
+        logits, states = self._classify(input_ids, attention_mask, token_type_ids,
+                                        position_ids, output_hidden_states)
+        return token_classifier_output(logits, labels, states)
 
 
 class BertForQuestionAnswering(BertPreTrainedModel):

@@ -1,6 +1,6 @@
 """What the decoder-only families (GPT-2, the LLaMA family) share: checking token ids, default
-positions after a cache, the causal attention mask with padding and a sliding window,
-last-token pooling for sequence classification, and the causal language-modelling loss.
+positions after a cache, the causal attention mask with padding and a sliding window, the
+layer loop, last-token pooling for sequence classification, and the causal-LM head's loss.
 """
 
 from __future__ import annotations
@@ -10,9 +10,24 @@ from dlfree import DTypeError, ShapeError, Tensor
 from dlfree import functional as F
 
 from ..generation.cache import KVCache
+from ..modeling import (
+    ACTIVATIONS,
+    BaseModelOutputWithPast,
+    CausalLMOutputWithPast,
+    SequenceClassifierOutput,
+    sequence_classification_loss,
+)
 
-__all__ = ["token_ids", "check_cache", "default_positions", "causal_mask", "last_token_pool",
-           "causal_lm_loss"]
+__all__ = ["known_activation", "token_ids", "check_cache", "default_positions", "causal_mask",
+           "run_layers", "last_token_pool", "causal_lm_loss", "causal_lm_output",
+           "last_token_classifier_output"]
+
+
+def known_activation(instance, attribute, value) -> None:
+    """attrs validator: the name of an activation in `ACTIVATIONS`."""
+    if value not in ACTIVATIONS:
+        raise ValueError(f"{type(instance).__name__}.{attribute.name} must be one of "
+                         f"{', '.join(sorted(ACTIVATIONS))}; got {value!r}")
 
 
 def token_ids(input_ids) -> Tensor:
@@ -84,6 +99,23 @@ def causal_mask(attention_mask, batch: int, queries: int, keys: int,
     return dl.as_tensor(allowed), False
 
 
+def run_layers(hidden: Tensor, layers, layer_args, final_norm, cache: KVCache | None,
+               output_hidden_states: bool) -> BaseModelOutputWithPast:
+    """`hidden` through each layer (called as `layer(hidden, *args)` with its entry of
+    `layer_args`) and `final_norm`; with `output_hidden_states`, every layer's input and the
+    final output are kept, as transformers does."""
+    states = [] if output_hidden_states else None
+    for layer, args in zip(layers, layer_args):
+        if states is not None:
+            states.append(hidden)
+        hidden = layer(hidden, *args)
+    hidden = final_norm(hidden)
+    if states is not None:
+        states.append(hidden)
+    return BaseModelOutputWithPast(last_hidden_state=hidden, past_key_values=cache,
+                                   hidden_states=tuple(states) if states else None)
+
+
 def last_token_pool(values: Tensor, input_ids: Tensor, pad_token_id) -> Tensor:
     """Each row's values (batch, sequence, ...) at its last token that is not padding
     (transformers' rule for decoder-only sequence classifiers: the rightmost non-pad token,
@@ -115,3 +147,25 @@ def causal_lm_loss(logits: Tensor, labels) -> Tensor:
     if shifted.dtype == dl.float16:  # as transformers, the loss of half logits in float32
         shifted = shifted.float()
     return F.cross_entropy(shifted, labels[:, 1:].reshape(-1).long(), ignore_index=-100)
+
+
+def causal_lm_output(lm_head, out: BaseModelOutputWithPast, labels,
+                     logits_to_keep: int) -> CausalLMOutputWithPast:
+    """A causal-LM head's output on the base model's `out`: `logits_to_keep=n` scores only the
+    last n positions (generation needs one), and `labels` give the next-token loss."""
+    hidden = out.last_hidden_state
+    if logits_to_keep:
+        hidden = hidden[:, -logits_to_keep:]
+    logits = lm_head(hidden)
+    loss = causal_lm_loss(logits, labels) if labels is not None else None
+    return CausalLMOutputWithPast(loss=loss, logits=logits, past_key_values=out.past_key_values,
+                                  hidden_states=out.hidden_states)
+
+
+def last_token_classifier_output(score, out: BaseModelOutputWithPast, input_ids: Tensor,
+                                 labels, config) -> SequenceClassifierOutput:
+    """A sequence classifier's output: `score` on each row's last non-padding token, and the
+    loss for `config.problem_type` when `labels` are given."""
+    logits = score(last_token_pool(out.last_hidden_state, input_ids, config.pad_token_id))
+    loss = sequence_classification_loss(logits, labels, config) if labels is not None else None
+    return SequenceClassifierOutput(loss=loss, logits=logits, hidden_states=out.hidden_states)

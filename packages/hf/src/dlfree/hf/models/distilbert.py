@@ -25,13 +25,11 @@ from ..modeling import (
     PreTrainedModel,
     embedding,
     get_activation,
-    padding_mask,
 )
 from .encoder import (
     LayerStack,
-    as_input_ids,
+    encode,
     masked_lm_output,
-    optional_ids,
     question_answering_output,
     self_attention,
     sequence_classifier_output,
@@ -187,11 +185,8 @@ class DistilBertModel(DistilBertPreTrainedModel):
     def forward(self, input_ids=None, attention_mask=None, position_ids=None,
                 output_hidden_states: bool = False):
         """`attention_mask` (batch, sequence): 1 for tokens, 0 for padding."""
-        input_ids = as_input_ids(input_ids)
-        batch, length = input_ids.shape
-        hidden = self.embeddings(input_ids, optional_ids(position_ids))
-        last, states = self.transformer(hidden, padding_mask(attention_mask, batch, length),
-                                        output_hidden_states)
+        last, states = encode(self.embeddings, self.transformer, input_ids, attention_mask,
+                              output_hidden_states, position_ids)
         return BaseModelOutput(last_hidden_state=last, hidden_states=states)
 
 

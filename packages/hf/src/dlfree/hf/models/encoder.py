@@ -1,5 +1,6 @@
 """Pieces the bidirectional encoder families (BERT, RoBERTa, DistilBERT) share: input checks,
-multi-head self-attention, the layer stack, and the task heads' outputs and losses."""
+multi-head self-attention, the layer stack and a run through embeddings and layers, and the
+task heads' outputs and losses."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from ..modeling import (
     QuestionAnsweringModelOutput,
     SequenceClassifierOutput,
     TokenClassifierOutput,
+    padding_mask,
     sequence_classification_loss,
     span_loss,
     token_classification_loss,
@@ -64,6 +66,17 @@ class LayerStack(nn.Module):
             if states is not None:
                 states.append(hidden_states)
         return hidden_states, (tuple(states) if states is not None else None)
+
+
+def encode(embeddings: nn.Module, layers: LayerStack, input_ids, attention_mask,
+           output_hidden_states: bool, *optional_inputs):
+    """An encoder's (last hidden states, every layer's input and the last output if asked):
+    the checked `input_ids` and the `optional_inputs` (position or token-type ids, or None)
+    through `embeddings`, then `layers` under `attention_mask` (1 = token, 0 = padding)."""
+    input_ids = as_input_ids(input_ids)
+    batch, length = input_ids.shape
+    hidden = embeddings(input_ids, *map(optional_ids, optional_inputs))
+    return layers(hidden, padding_mask(attention_mask, batch, length), output_hidden_states)
 
 
 def span_label_count(config: PretrainedConfig) -> int:

@@ -7,6 +7,7 @@ HuggingFace stores GPT-2's projections as `Conv1D` weights of shape (in, out); h
 
 from __future__ import annotations
 
+import itertools
 import math
 import re
 
@@ -26,21 +27,15 @@ from ..configuration import (
     token_id,
 )
 from ..generation import GenerationMixin
-from ..modeling import (
-    ACTIVATIONS,
-    BaseModelOutputWithPast,
-    CausalLMOutputWithPast,
-    PreTrainedModel,
-    SequenceClassifierOutput,
-    get_activation,
-    sequence_classification_loss,
-)
+from ..modeling import PreTrainedModel, get_activation
 from .decoder import (
-    causal_lm_loss,
+    causal_lm_output,
     causal_mask,
     check_cache,
     default_positions,
-    last_token_pool,
+    known_activation,
+    last_token_classifier_output,
+    run_layers,
     token_ids,
 )
 
@@ -48,12 +43,6 @@ __all__ = ["GPT2Config", "GPT2Model", "GPT2LMHeadModel", "GPT2ForSequenceClassif
            "GPT2Attention", "GPT2MLP", "GPT2Block"]
 
 _CONV1D = re.compile(r"(^|\.)(c_attn|c_proj|c_fc)\.weight$")  # a checkpoint's Conv1D weights
-
-
-def _activation(instance, attribute, value) -> None:
-    if value not in ACTIVATIONS:
-        raise ValueError(f"{type(instance).__name__}.{attribute.name} must be one of "
-                         f"{', '.join(sorted(ACTIVATIONS))}; got {value!r}")
 
 
 @attrs.define(kw_only=True, slots=False)
@@ -73,7 +62,7 @@ class GPT2Config(PretrainedConfig):
     n_layer: int = attrs.field(default=12, validator=positive_int)
     n_head: int = attrs.field(default=12, validator=positive_int)
     n_inner: int | None = attrs.field(default=None, validator=optional(positive_int))
-    activation_function: str = attrs.field(default="gelu_new", validator=_activation)
+    activation_function: str = attrs.field(default="gelu_new", validator=known_activation)
     resid_pdrop: float = attrs.field(default=0.1, validator=probability)
     embd_pdrop: float = attrs.field(default=0.1, validator=probability)
     attn_pdrop: float = attrs.field(default=0.1, validator=probability)
@@ -228,16 +217,8 @@ class GPT2Model(GPT2PreTrainedModel):
             hidden = hidden + self.wte(token_ids(token_type_ids))
         hidden = self.drop(hidden)
         mask = causal_mask(attention_mask, batch, length, past + length, device=ids.device)
-        states = [] if output_hidden_states else None
-        for block in self.h:
-            if states is not None:
-                states.append(hidden)
-            hidden = block(hidden, mask, cache)
-        hidden = self.ln_f(hidden)
-        if states is not None:
-            states.append(hidden)
-        return BaseModelOutputWithPast(last_hidden_state=hidden, past_key_values=cache,
-                                       hidden_states=tuple(states) if states else None)
+        return run_layers(hidden, self.h, itertools.repeat((mask, cache)), self.ln_f, cache,
+                          output_hidden_states)
 
 
 class GPT2LMHeadModel(GenerationMixin, GPT2PreTrainedModel):
@@ -259,14 +240,7 @@ class GPT2LMHeadModel(GenerationMixin, GPT2PreTrainedModel):
         """`logits_to_keep=n` scores only the last n positions (generation needs one)."""
         out = self.transformer(input_ids, attention_mask, position_ids, past_key_values,
                                use_cache, token_type_ids, output_hidden_states)
-        hidden = out.last_hidden_state
-        if logits_to_keep:
-            hidden = hidden[:, -logits_to_keep:]
-        logits = self.lm_head(hidden)
-        loss = causal_lm_loss(logits, labels) if labels is not None else None
-        return CausalLMOutputWithPast(loss=loss, logits=logits,
-                                      past_key_values=out.past_key_values,
-                                      hidden_states=out.hidden_states)
+        return causal_lm_output(self.lm_head, out, labels, logits_to_keep)
 
 
 class GPT2ForSequenceClassification(GPT2PreTrainedModel):
@@ -284,11 +258,7 @@ class GPT2ForSequenceClassification(GPT2PreTrainedModel):
         out = self.transformer(ids, attention_mask, position_ids,
                                token_type_ids=token_type_ids,
                                output_hidden_states=output_hidden_states)
-        logits = self.score(last_token_pool(out.last_hidden_state, ids,
-                                            self.config.pad_token_id))
-        loss = sequence_classification_loss(logits, labels, self.config) \
-            if labels is not None else None
-        return SequenceClassifierOutput(loss=loss, logits=logits, hidden_states=out.hidden_states)
+        return last_token_classifier_output(self.score, out, ids, labels, self.config)
 
 
 MODEL_TYPE = "gpt2"

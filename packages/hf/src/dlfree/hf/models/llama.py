@@ -21,36 +21,24 @@ from ..configuration import (
     token_id,
 )
 from ..generation import GenerationMixin
-from ..modeling import (
-    ACTIVATIONS,
-    BaseModelOutputWithPast,
-    CausalLMOutputWithPast,
-    PreTrainedModel,
-    SequenceClassifierOutput,
-    get_activation,
-    sequence_classification_loss,
-)
+from ..modeling import PreTrainedModel, get_activation
 from .decoder import (
-    causal_lm_loss,
+    causal_lm_output,
     causal_mask,
     check_cache,
     default_positions,
-    last_token_pool,
+    known_activation,
+    last_token_classifier_output,
+    run_layers,
     token_ids,
 )
 from .rope import RotaryEmbedding, apply_rotary, check_rope_parameters, normalize_rope_parameters
 
 __all__ = ["LlamaFamilyConfig", "LlamaConfig", "LlamaModel", "LlamaForCausalLM",
            "LlamaForSequenceClassification", "LlamaAttention", "LlamaMLP", "LlamaDecoderLayer",
-           "LlamaRMSNorm"]
+           "LlamaRMSNorm", "family_heads"]
 
 _LEGACY_ROPE_KEYS = ("rope_theta", "rope_scaling")
-
-
-def _activation(instance, attribute, value) -> None:
-    if value not in ACTIVATIONS:
-        raise ValueError(f"{type(instance).__name__}.{attribute.name} must be one of "
-                         f"{', '.join(sorted(ACTIVATIONS))}; got {value!r}")
 
 
 @attrs.define(kw_only=True, slots=False)
@@ -66,7 +54,7 @@ class LlamaFamilyConfig(PretrainedConfig):
     num_hidden_layers: int = attrs.field(default=32, validator=positive_int)
     num_attention_heads: int = attrs.field(default=32, validator=positive_int)
     num_key_value_heads: int | None = attrs.field(default=None, validator=optional(positive_int))
-    hidden_act: str = attrs.field(default="silu", validator=_activation)
+    hidden_act: str = attrs.field(default="silu", validator=known_activation)
     max_position_embeddings: int = attrs.field(default=2048, validator=positive_int)
     initializer_range: float = attrs.field(default=0.02, validator=positive_float)
     rms_norm_eps: float = attrs.field(default=1e-6, validator=positive_float)
@@ -280,16 +268,8 @@ class LlamaModel(PreTrainedModel):
         windows = [self.config.sliding_window_of(i) for i in range(len(self.layers))]
         masks = {window: causal_mask(attention_mask, batch, length, past + length, window,
                                      ids.device) for window in set(windows)}
-        states = [] if output_hidden_states else None
-        for layer, window in zip(self.layers, windows):
-            if states is not None:
-                states.append(hidden)
-            hidden = layer(hidden, rotary, masks[window], cache)
-        hidden = self.norm(hidden)
-        if states is not None:
-            states.append(hidden)
-        return BaseModelOutputWithPast(last_hidden_state=hidden, past_key_values=cache,
-                                       hidden_states=tuple(states) if states else None)
+        return run_layers(hidden, self.layers, [(rotary, masks[w], cache) for w in windows],
+                          self.norm, cache, output_hidden_states)
 
 
 def _padding_index(config: LlamaFamilyConfig) -> int | None:
@@ -318,14 +298,7 @@ class LlamaForCausalLM(GenerationMixin, PreTrainedModel):
         """`logits_to_keep=n` scores only the last n positions (generation needs one)."""
         out = self.model(input_ids, attention_mask, position_ids, past_key_values, use_cache,
                          output_hidden_states)
-        hidden = out.last_hidden_state
-        if logits_to_keep:
-            hidden = hidden[:, -logits_to_keep:]
-        logits = self.lm_head(hidden)
-        loss = causal_lm_loss(logits, labels) if labels is not None else None
-        return CausalLMOutputWithPast(loss=loss, logits=logits,
-                                      past_key_values=out.past_key_values,
-                                      hidden_states=out.hidden_states)
+        return causal_lm_output(self.lm_head, out, labels, logits_to_keep)
 
 
 class LlamaForSequenceClassification(PreTrainedModel):
@@ -346,11 +319,25 @@ class LlamaForSequenceClassification(PreTrainedModel):
         ids = token_ids(input_ids)
         out = self.model(ids, attention_mask, position_ids,
                          output_hidden_states=output_hidden_states)
-        logits = self.score(last_token_pool(out.last_hidden_state, ids,
-                                            self.config.pad_token_id))
-        loss = sequence_classification_loss(logits, labels, self.config) \
-            if labels is not None else None
-        return SequenceClassifierOutput(loss=loss, logits=logits, hidden_states=out.hidden_states)
+        return last_token_classifier_output(self.score, out, ids, labels, self.config)
+
+
+def family_heads(name: str, config_class: type[LlamaFamilyConfig], module: str) -> dict:
+    """The base, causal-LM and sequence-classification models of a LLaMA-family member (a
+    plugin's HEADS): the Llama models as `{name}Model`, `{name}ForCausalLM` and
+    `{name}ForSequenceClassification` in `module`, built from `config_class`."""
+    def subclass(base: type, suffix: str, **attributes) -> type:
+        qualname = name + suffix
+        return type(qualname, (base,), {"__module__": module, "__qualname__": qualname,
+                                        "__doc__": base.__doc__, "config_class": config_class,
+                                        **attributes})
+
+    model = subclass(LlamaModel, "Model")
+    return {"base": model,
+            "causal_lm": subclass(LlamaForCausalLM, "ForCausalLM", base_model_class=model),
+            "sequence_classification": subclass(LlamaForSequenceClassification,
+                                                "ForSequenceClassification",
+                                                base_model_class=model)}
 
 
 MODEL_TYPE = "llama"

@@ -10,12 +10,7 @@ from __future__ import annotations
 import attrs
 
 from ..configuration import optional, positive_int
-from .llama import (
-    LlamaFamilyConfig,
-    LlamaForCausalLM,
-    LlamaForSequenceClassification,
-    LlamaModel,
-)
+from .llama import LlamaFamilyConfig, family_heads
 
 __all__ = ["MistralConfig", "MistralModel", "MistralForCausalLM",
            "MistralForSequenceClassification"]
@@ -42,21 +37,7 @@ class MistralConfig(LlamaFamilyConfig):
         return self.sliding_window
 
 
-class MistralModel(LlamaModel):
-    config_class = MistralConfig
-
-
-class MistralForCausalLM(LlamaForCausalLM):
-    config_class = MistralConfig
-    base_model_class = MistralModel
-
-
-class MistralForSequenceClassification(LlamaForSequenceClassification):
-    config_class = MistralConfig
-    base_model_class = MistralModel
-
-
 MODEL_TYPE = "mistral"
 CONFIG = MistralConfig
-HEADS = {"base": MistralModel, "causal_lm": MistralForCausalLM,
-         "sequence_classification": MistralForSequenceClassification}
+HEADS = family_heads("Mistral", MistralConfig, __name__)
+MistralModel, MistralForCausalLM, MistralForSequenceClassification = HEADS.values()

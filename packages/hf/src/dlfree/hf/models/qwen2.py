@@ -8,12 +8,7 @@ from __future__ import annotations
 import attrs
 
 from ..configuration import non_negative_int, optional, positive_int, token_id
-from .llama import (
-    LlamaFamilyConfig,
-    LlamaForCausalLM,
-    LlamaForSequenceClassification,
-    LlamaModel,
-)
+from .llama import LlamaFamilyConfig, family_heads
 
 __all__ = ["Qwen2Config", "Qwen2Model", "Qwen2ForCausalLM", "Qwen2ForSequenceClassification"]
 
@@ -66,21 +61,7 @@ class Qwen2Config(LlamaFamilyConfig):
             else None
 
 
-class Qwen2Model(LlamaModel):
-    config_class = Qwen2Config
-
-
-class Qwen2ForCausalLM(LlamaForCausalLM):
-    config_class = Qwen2Config
-    base_model_class = Qwen2Model
-
-
-class Qwen2ForSequenceClassification(LlamaForSequenceClassification):
-    config_class = Qwen2Config
-    base_model_class = Qwen2Model
-
-
 MODEL_TYPE = "qwen2"
 CONFIG = Qwen2Config
-HEADS = {"base": Qwen2Model, "causal_lm": Qwen2ForCausalLM,
-         "sequence_classification": Qwen2ForSequenceClassification}
+HEADS = family_heads("Qwen2", Qwen2Config, __name__)
+Qwen2Model, Qwen2ForCausalLM, Qwen2ForSequenceClassification = HEADS.values()
