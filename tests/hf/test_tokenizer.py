@@ -305,3 +305,10 @@ def test_wraps_only_tokenizers_objects():
         PreTrainedTokenizer("vocab.txt")
     with pytest.raises(TypeError, match="AutoTokenizer is not instantiated"):
         AutoTokenizer()
+
+
+@pytest.mark.parametrize("folder", FOLDERS)
+def test_tokenize_ignores_the_truncation_of_an_earlier_call(loaded, folder):
+    ours, theirs = loaded[folder]
+    ours(TEXTS[1], truncation=True, max_length=4)
+    assert ours.tokenize(TEXTS[1]) == theirs.tokenize(TEXTS[1])

@@ -341,7 +341,9 @@ class PreTrainedTokenizer:
     # ----------------------------------------------------------------- encoding
     def tokenize(self, text: str, text_pair: str | None = None,
                  add_special_tokens: bool = False) -> list[str]:
-        """The tokens of a text (without special tokens unless asked)."""
+        """The tokens of a text (without special tokens unless asked), never truncated or
+        padded (whatever the last call configured)."""
+        self._configure(False, False, None, 0, None)
         return self.backend_tokenizer.encode(text, text_pair,
                                              add_special_tokens=add_special_tokens).tokens
 
