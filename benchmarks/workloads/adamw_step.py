@@ -10,6 +10,7 @@ a second.
 
 import numpy as np
 
+from .optimizer_model import dlfree_parameters, model, numpy_moments, stepping, torch_parameters
 from .plan import Plan
 
 NAME = "adamw_step"
@@ -21,49 +22,23 @@ TARGETS = {"torch": 1.5}
 PLANS = {"full": Plan(rounds=15, iterations=5, warmup=5),
          "quick": Plan(rounds=3, iterations=2, warmup=3)}
 
-# Shapes of 100,000 elements each, repeated 25 times: vectors, matrices and a 3-d tensor,
-# so that no implementation can count on one layout.
-SHAPES = [(100_000,), (1000, 100), (250, 400), (20, 50, 100)] * 25
-INIT_STD = 0.02
 LR, WEIGHT_DECAY = 1e-3, 0.01
 BETAS, EPS = (0.9, 0.999), 1e-8
 
 
-def model():
-    """([parameter], [gradient]): the float32 arrays of the 100 tensors, seed 0."""
-    rng = np.random.default_rng(0)
-    params = [rng.standard_normal(shape, dtype=np.float32) * np.float32(INIT_STD)
-              for shape in SHAPES]
-    grads = [rng.standard_normal(shape, dtype=np.float32) for shape in SHAPES]
-    return params, grads
-
-
 def build_dlfree():
     """`dlfree.optim.AdamW` on `dl.Parameter`s whose gradients are set once."""
-    import dlfree as dl
     from dlfree.optim import AdamW
 
-    params_np, grads_np = model()
-    params = [dl.Parameter(p) for p in params_np]
-    for p, g in zip(params, grads_np, strict=True):
-        p.grad = dl.tensor(g)
-    optimizer = AdamW(params, lr=LR, weight_decay=WEIGHT_DECAY)
-
-    def step():
-        optimizer.step()
-        return [params[0], params[-1]]
-
-    return step
+    params = dlfree_parameters()
+    return stepping(AdamW(params, lr=LR, weight_decay=WEIGHT_DECAY), params)
 
 
 def build_numpy():
     """By hand, as fast as NumPy allows: per tensor, in-place ufuncs with `out=` into one
     scratch buffer that stays in cache, torch's update rule and order of operations."""
     params, grads = model()
-    exp_avgs = [np.zeros_like(p) for p in params]
-    exp_avg_sqs = [np.zeros_like(p) for p in params]
-    buffer = np.empty(max(p.size for p in params), dtype=np.float32)
-    scratch = [buffer[:p.size].reshape(p.shape) for p in params]
+    exp_avgs, exp_avg_sqs, scratch = numpy_moments(params)
     beta1, beta2 = BETAS
     steps = 0
 
@@ -97,17 +72,9 @@ def build_torch():
     """`torch.optim.AdamW(foreach=True)`: torch's multi-tensor implementation."""
     import torch
 
-    params_np, grads_np = model()
-    params = [torch.nn.Parameter(torch.from_numpy(p)) for p in params_np]
-    for p, g in zip(params, grads_np, strict=True):
-        p.grad = torch.from_numpy(g)
-    optimizer = torch.optim.AdamW(params, lr=LR, weight_decay=WEIGHT_DECAY, foreach=True)
-
-    def step():
-        optimizer.step()
-        return [params[0], params[-1]]
-
-    return step
+    params = torch_parameters()
+    return stepping(torch.optim.AdamW(params, lr=LR, weight_decay=WEIGHT_DECAY, foreach=True),
+                    params)
 
 
 BUILDERS = {"dlfree": build_dlfree, "numpy": build_numpy, "torch": build_torch}

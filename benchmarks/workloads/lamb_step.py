@@ -9,7 +9,7 @@ frameworks after one step and after a second.
 
 import numpy as np
 
-from .adamw_step import model
+from .optimizer_model import dlfree_parameters, model, numpy_moments, stepping, torch_parameters
 from .plan import Plan
 
 NAME = "lamb_step"
@@ -26,20 +26,10 @@ LR, BETAS, EPS, CLAMP_VALUE = 1e-3, (0.9, 0.999), 1e-6, 10.0
 
 def build_dlfree():
     """`dlfree.optim.LAMB` with its defaults on `dl.Parameter`s whose gradients are set once."""
-    import dlfree as dl
     from dlfree.optim import LAMB
 
-    params_np, grads_np = model()
-    params = [dl.Parameter(p) for p in params_np]
-    for p, g in zip(params, grads_np, strict=True):
-        p.grad = dl.tensor(g)
-    optimizer = LAMB(params)
-
-    def step():
-        optimizer.step()
-        return [params[0], params[-1]]
-
-    return step
+    params = dlfree_parameters()
+    return stepping(LAMB(params), params)
 
 
 def build_numpy():
@@ -50,10 +40,7 @@ def build_numpy():
         p -= lr * trust * r
     """
     params, grads = model()
-    exp_avgs = [np.zeros_like(p) for p in params]
-    exp_avg_sqs = [np.zeros_like(p) for p in params]
-    buffer = np.empty(max(p.size for p in params), dtype=np.float32)
-    scratch = [buffer[:p.size].reshape(p.shape) for p in params]
+    exp_avgs, exp_avg_sqs, scratch = numpy_moments(params)
     beta1, beta2 = BETAS
 
     def step():
@@ -80,20 +67,10 @@ def build_numpy():
 
 def build_torch_optimizer():
     """`torch_optimizer.Lamb` with its defaults (it updates one tensor at a time)."""
-    import torch
     import torch_optimizer
 
-    params_np, grads_np = model()
-    params = [torch.nn.Parameter(torch.from_numpy(p)) for p in params_np]
-    for p, g in zip(params, grads_np, strict=True):
-        p.grad = torch.from_numpy(g)
-    optimizer = torch_optimizer.Lamb(params)
-
-    def step():
-        optimizer.step()
-        return [params[0], params[-1]]
-
-    return step
+    params = torch_parameters()
+    return stepping(torch_optimizer.Lamb(params), params)
 
 
 BUILDERS = {"dlfree": build_dlfree, "numpy": build_numpy,
