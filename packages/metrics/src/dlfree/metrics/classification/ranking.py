@@ -137,6 +137,13 @@ class RankingMetric(Metric):
             pos, neg = pos.sum(axis=0, keepdims=True), neg.sum(axis=0, keepdims=True)
         return _curves.binned_points(pos, neg, self._thresholds(), xp), pos.shape[0]
 
+    def _exact_curves(self, curves_of, xp):
+        """The exact curves `curves_of(points, rows, xp)` gives, as tensors: one curve for
+        a binary task, else a tuple of per-class lists."""
+        points, rows = self._points(xp)
+        curves = [tuple(self.as_result(v) for v in curve) for curve in curves_of(points, rows, xp)]
+        return curves[0] if self.task == "binary" else tuple(map(list, zip(*curves)))
+
 
 class AveragedRankingMetric(RankingMetric):
     """A per-row score averaged over rows: "macro" (mean over rows where it is defined),
@@ -202,10 +209,7 @@ class ROC(RankingMetric):
     def compute(self):
         xp = self._device.xp
         if self.thresholds is None:
-            points, rows = self._points(xp)
-            curves = [tuple(self.as_result(v) for v in curve)
-                      for curve in _curves.roc_curves(points, rows, xp)]
-            return curves[0] if self.task == "binary" else tuple(map(list, zip(*curves)))
+            return self._exact_curves(_curves.roc_curves, xp)
         tps, fps = _curves.binned_counts(self.pos_hist, self.neg_hist, xp)
         nan = float("nan")
         fpr = safe_divide(fps, self.neg_hist.sum(axis=1, keepdims=True), xp, nan)
@@ -234,10 +238,7 @@ class PrecisionRecallCurve(RankingMetric):
     def compute(self):
         xp = self._device.xp
         if self.thresholds is None:
-            points, rows = self._points(xp)
-            curves = [tuple(self.as_result(v) for v in curve)
-                      for curve in _curves.pr_curves(points, rows, xp)]
-            return curves[0] if self.task == "binary" else tuple(map(list, zip(*curves)))
+            return self._exact_curves(_curves.pr_curves, xp)
         tps, fps = _curves.binned_counts(self.pos_hist, self.neg_hist, xp)
         positives = self.pos_hist.sum(axis=1, keepdims=True)
         closing = xp.ones((tps.shape[0], 1))
