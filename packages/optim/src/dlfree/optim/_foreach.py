@@ -26,6 +26,16 @@ def update_grad(p: Tensor, maximize: bool, weight_decay: float, out):
     return grad
 
 
+def decayed_grad(p: Tensor, group: dict, out):
+    """The gradient an Adam-family update uses: with `decoupled_weight_decay`, the weights
+    shrink by lr * weight_decay first (AdamW's rule) and the gradient is left as it is;
+    otherwise weight decay is the L2 penalty `update_grad` adds."""
+    weight_decay, decoupled = group["weight_decay"], group["decoupled_weight_decay"]
+    if weight_decay != 0 and decoupled:
+        p.mul_(1 - group["lr"] * weight_decay)
+    return update_grad(p, group["maximize"], 0 if decoupled else weight_decay, out)
+
+
 def lerp_(xp, target, end, weight: float, tmp) -> None:
     """target += weight * (end - target), with torch's formula for each side of 0.5."""
     xp.subtract(end, target, out=tmp)

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from dlfree import zeros_like
 
-from ._foreach import add_to_param_, decay_average_of_squares_, lerp_, update_grad
+from ._foreach import add_to_param_, decay_average_of_squares_, decayed_grad, lerp_
 from .optimizer import Optimizer
 
 
@@ -34,8 +34,7 @@ class Adam(Optimizer):
 
     def _update(self, group: dict, params: list) -> None:
         lr, (beta1, beta2), eps = group["lr"], group["betas"], group["eps"]
-        weight_decay, amsgrad = group["weight_decay"], group["amsgrad"]
-        decoupled = group["decoupled_weight_decay"]
+        amsgrad = group["amsgrad"]
         for p in params:
             xp = p.device.xp
             state = self.state[p]
@@ -47,10 +46,7 @@ class Adam(Optimizer):
                     state["max_exp_avg_sq"] = zeros_like(p)
             state["step"] += 1
             step = state["step"]
-            if weight_decay != 0 and decoupled:
-                p.mul_(1 - lr * weight_decay)
-            grad = update_grad(p, group["maximize"], 0 if decoupled else weight_decay,
-                               self._scratch(p, 0))
+            grad = decayed_grad(p, group, self._scratch(p, 0))
             exp_avg, exp_avg_sq = state["exp_avg"].array, state["exp_avg_sq"].array
             tmp = self._scratch(p, 1)
             lerp_(xp, exp_avg, grad, 1 - beta1, tmp)

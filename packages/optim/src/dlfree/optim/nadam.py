@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from dlfree import float32, float64, get_default_dtype, tensor, zeros_like
 
-from ._foreach import add_to_param_, decay_average_of_squares_, lerp_, update_grad
+from ._foreach import add_to_param_, decay_average_of_squares_, decayed_grad, lerp_
 from .optimizer import Optimizer
 
 
@@ -34,8 +34,7 @@ class NAdam(Optimizer):
 
     def _update(self, group: dict, params: list) -> None:
         lr, (beta1, beta2), eps = group["lr"], group["betas"], group["eps"]
-        weight_decay, psi = group["weight_decay"], group["momentum_decay"]
-        decoupled = group["decoupled_weight_decay"]
+        psi = group["momentum_decay"]
         for p in params:
             xp = p.device.xp
             state = self.state[p]
@@ -48,10 +47,7 @@ class NAdam(Optimizer):
                 state["exp_avg_sq"] = zeros_like(p)
             state["step"] += 1
             step = state["step"]
-            if weight_decay != 0 and decoupled:
-                p.mul_(1 - lr * weight_decay)
-            grad = update_grad(p, group["maximize"], 0 if decoupled else weight_decay,
-                               self._scratch(p, 0))
+            grad = decayed_grad(p, group, self._scratch(p, 0))
             mu = beta1 * (1.0 - 0.5 * 0.96 ** (step * psi))
             mu_next = beta1 * (1.0 - 0.5 * 0.96 ** ((step + 1) * psi))
             mu_product = state["mu_product"].mul_(mu).item()

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from dlfree import zeros_like
 
-from ._foreach import add_to_param_, decay_average_of_squares_, lerp_, update_grad
+from ._foreach import add_to_param_, decay_average_of_squares_, decayed_grad, lerp_
 from .optimizer import Optimizer
 
 
@@ -33,7 +33,6 @@ class RAdam(Optimizer):
 
     def _update(self, group: dict, params: list) -> None:
         lr, (beta1, beta2), eps = group["lr"], group["betas"], group["eps"]
-        weight_decay, decoupled = group["weight_decay"], group["decoupled_weight_decay"]
         rho_inf = 2 / (1 - beta2) - 1
         for p in params:
             xp = p.device.xp
@@ -44,10 +43,7 @@ class RAdam(Optimizer):
                 state["exp_avg_sq"] = zeros_like(p)
             state["step"] += 1
             step = state["step"]
-            if weight_decay != 0 and decoupled:
-                p.mul_(1 - lr * weight_decay)
-            grad = update_grad(p, group["maximize"], 0 if decoupled else weight_decay,
-                               self._scratch(p, 0))
+            grad = decayed_grad(p, group, self._scratch(p, 0))
             exp_avg, exp_avg_sq = state["exp_avg"].array, state["exp_avg_sq"].array
             tmp, update = self._scratch(p, 1), self._scratch(p, 2)
             lerp_(xp, exp_avg, grad, 1 - beta1, tmp)
