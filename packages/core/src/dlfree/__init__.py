@@ -8,6 +8,10 @@ from pkgutil import extend_path
 
 __path__ = extend_path(__path__, __name__)
 
+from . import threads  # noqa: E402  (first, to set OpenBLAS's idle timeout before NumPy loads)
+
+threads.quiet_blas_threads()
+
 from . import (  # noqa: E402
     amp,
     autograd,
@@ -53,6 +57,7 @@ from .io import load, save  # noqa: E402
 from .ops import *  # noqa: E402,F403
 from .random import Generator, get_rng_state, initial_seed, manual_seed, seed, set_rng_state  # noqa: E402,I001
 from .tensor import Parameter, Size, Tensor  # noqa: E402
+from .threads import get_num_threads, set_num_threads  # noqa: E402
 from .version import __version__  # noqa: E402
 
 bool = bool_  # noqa: A001  (dl.bool, as torch.bool)

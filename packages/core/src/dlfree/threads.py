@@ -1,0 +1,166 @@
+"""Intra-op threads: how many CPU threads one op may use for its independent blocks.
+
+NumPy runs each elementwise call on one core; only its BLAS spreads a matrix product over
+several. The CPU ops whose work falls into independent cache blocks (attention over blocks
+of the batch, GELU and erf over blocks of elements) hand those blocks to `parallel_for`,
+which runs them on up to `get_num_threads()` threads: the calling thread and a shared
+pool. NumPy releases the GIL inside its loops, so blocks whose calls each take tens of
+microseconds run side by side (finer ones, like layer norm's, gain nothing and stay serial).
+Each block is computed the same way whichever thread runs it, so results do not depend on
+the number of threads.
+
+OpenBLAS, NumPy's usual BLAS, keeps its worker threads spinning for about 2^28 cycles
+(~0.1 s) after each matrix product, so a second thread that starts right after one shares
+its core with a spinning worker and gains nothing. Its OPENBLAS_THREAD_TIMEOUT variable
+shortens that wait, but OpenBLAS reads it only when NumPy loads it. So `import dlfree` sets
+it to BLAS_IDLE_TIMEOUT (2^20 cycles, well under a millisecond) when NumPy is not loaded
+yet and the variable is unset. When NumPy came first with OpenBLAS and no such setting,
+the default is one thread, which is then as fast.
+
+The default is the number of CPUs this process may run on (or 1, as above);
+`DLFREE_NUM_THREADS` or `set_num_threads` change it (1 runs every block in the calling
+thread).
+"""
+
+from __future__ import annotations
+
+import contextvars
+import os
+import sys
+import threading
+from concurrent.futures import ThreadPoolExecutor
+
+__all__ = ["get_num_threads", "set_num_threads", "parallel_for", "for_blocks", "quiet_blas_threads",
+           "BLAS_IDLE_TIMEOUT"]
+
+BLAS_IDLE_TIMEOUT = "20"  # OpenBLAS waits 2^N cycles before its idle threads sleep
+
+_STATE = threading.local()  # .inside: this thread is running a parallel_for chunk
+_lock = threading.Lock()
+_pool: ThreadPoolExecutor | None = None
+_threads: int | None = None
+
+
+def _available_cpus() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        return os.cpu_count() or 1
+
+
+def _check(n, source: str) -> int:
+    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+        raise ValueError(f"{source} must be a positive integer number of threads, got {n!r}")
+    return n
+
+
+def get_num_threads() -> int:
+    """How many threads an op may use for its blocks (the caller's included)."""
+    global _threads
+    if _threads is None:
+        setting = os.environ.get("DLFREE_NUM_THREADS", "").strip()
+        if setting:
+            try:
+                _threads = _check(int(setting), "DLFREE_NUM_THREADS")
+            except ValueError:
+                raise ValueError("DLFREE_NUM_THREADS must be a positive integer number of "
+                                 f"threads, got {setting!r}") from None
+        else:
+            _threads = _available_cpus() if _blas_threads_sleep() else 1
+    return _threads
+
+
+def set_num_threads(n: int) -> None:
+    """Let ops use up to `n` threads (n >= 1) from now on, as torch.set_num_threads."""
+    global _threads, _pool
+    n = _check(n, "set_num_threads: n")
+    with _lock:
+        if _pool is not None and n != _threads:
+            _pool.shutdown(wait=False)
+            _pool = None
+        _threads = n
+
+
+def quiet_blas_threads() -> None:
+    """Set OPENBLAS_THREAD_TIMEOUT before NumPy loads OpenBLAS (see the module docstring);
+    `import dlfree` calls it first thing. Does nothing when NumPy is loaded or it is set."""
+    global _blas_quiet
+    if "OPENBLAS_THREAD_TIMEOUT" in os.environ:
+        _blas_quiet = True
+    elif "numpy" not in sys.modules:
+        os.environ["OPENBLAS_THREAD_TIMEOUT"] = BLAS_IDLE_TIMEOUT
+        _blas_quiet = True
+
+
+_blas_quiet = False
+
+
+def _blas_threads_sleep() -> bool:
+    """Whether NumPy's BLAS threads stop spinning soon after a product: they do when the
+    timeout was set in time, and when the BLAS is not OpenBLAS."""
+    if _blas_quiet:
+        return True
+    import numpy
+
+    blas = numpy.__config__.CONFIG.get("Build Dependencies", {}).get("blas", {})
+    return "openblas" not in str(blas.get("name", "")).lower()
+
+
+def _executor(workers: int) -> ThreadPoolExecutor:
+    global _pool
+    with _lock:
+        if _pool is None:
+            _pool = ThreadPoolExecutor(workers, thread_name_prefix="dlfree-op")
+        return _pool
+
+
+def _forget_pool() -> None:
+    """In a forked child the pool's threads do not exist: start a new pool when needed."""
+    global _pool, _lock
+    _pool, _lock = None, threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):  # not on Windows, which has no fork
+    os.register_at_fork(after_in_child=_forget_pool)
+
+
+def _run_chunk(fn, lo: int, hi: int) -> None:
+    _STATE.inside = True
+    try:
+        fn(lo, hi)
+    finally:
+        _STATE.inside = False
+
+
+def parallel_for(count: int, fn, min_chunk: int = 1) -> None:
+    """fn(lo, hi) over consecutive chunks of range(count), at least `min_chunk` items each,
+    one chunk per thread; returns when all are done, raising the first chunk's error.
+
+    The calling thread runs the first chunk itself. Worker chunks run in a copy of the
+    caller's context (NumPy's error state is a context variable). A call from inside a
+    chunk runs serially, so nested ops neither deadlock nor oversubscribe the cores.
+    """
+    threads = min(get_num_threads(), count // max(min_chunk, 1))
+    if threads <= 1 or getattr(_STATE, "inside", False):
+        if count > 0:
+            fn(0, count)
+        return
+    bounds = [count * i // threads for i in range(threads + 1)]
+    pool = _executor(get_num_threads() - 1)
+    futures = [pool.submit(contextvars.copy_context().run, _run_chunk, fn, lo, hi)
+               for lo, hi in zip(bounds[1:-1], bounds[2:], strict=True)]
+    try:
+        _run_chunk(fn, bounds[0], bounds[1])
+    finally:
+        errors = [f.exception() for f in futures]  # waits for every chunk
+    for error in errors:
+        if error is not None:
+            raise error
+
+
+def for_blocks(device, count: int, fn, min_chunk: int = 1) -> None:
+    """`parallel_for` on the CPU; elsewhere (a GPU stream orders the work) fn(0, count)."""
+    if device.type == "cpu":
+        parallel_for(count, fn, min_chunk)
+    elif count > 0:
+        fn(0, count)

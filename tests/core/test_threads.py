@@ -1,0 +1,175 @@
+"""dlfree.threads: parallel_for's contract, the thread-count settings and the OpenBLAS idle
+timeout that `import dlfree` sets, in fresh processes where import order matters."""
+
+from __future__ import annotations
+
+import contextvars
+import json
+import os
+import subprocess
+import sys
+import threading
+
+import numpy as np
+import pytest
+
+import dlfree as dl
+from dlfree import threads
+
+
+@pytest.fixture
+def two_threads():
+    before = dl.get_num_threads()
+    dl.set_num_threads(2)
+    yield
+    dl.set_num_threads(before)
+
+
+def test_chunks_cover_the_range_once_in_order(two_threads):
+    calls, lock = [], threading.Lock()
+
+    def record(lo, hi):
+        with lock:
+            calls.append((lo, hi))
+
+    threads.parallel_for(7, record)
+    assert sorted(calls) == [(0, 3), (3, 7)]
+
+
+def test_min_chunk_and_one_thread_run_a_single_chunk(two_threads):
+    calls = []
+    threads.parallel_for(5, lambda lo, hi: calls.append((lo, hi)), min_chunk=3)
+    assert calls == [(0, 5)]  # two chunks would hold fewer than 3 items each
+    dl.set_num_threads(1)
+    threads.parallel_for(10, lambda lo, hi: calls.append((lo, hi)))
+    assert calls == [(0, 5), (0, 10)]
+    threads.parallel_for(0, lambda lo, hi: calls.append((lo, hi)))
+    assert len(calls) == 2  # nothing to do: fn is not called
+
+
+def test_chunks_run_on_two_threads_at_once(two_threads):
+    """Each chunk waits for the other: this finishes only if they run concurrently."""
+    barrier = threading.Barrier(2, timeout=10)
+    idents = set()
+
+    def meet(lo, hi):
+        idents.add(threading.get_ident())
+        barrier.wait()
+
+    threads.parallel_for(2, meet)
+    assert len(idents) == 2 and threading.get_ident() in idents
+
+
+@pytest.mark.parametrize("failing_chunk", [0, 1])
+def test_a_chunks_error_reaches_the_caller(two_threads, failing_chunk):
+    done = []
+
+    def work(lo, hi):
+        if lo == failing_chunk:
+            raise KeyError(f"chunk {lo}")
+        done.append(lo)
+
+    with pytest.raises(KeyError, match=f"chunk {failing_chunk}"):
+        threads.parallel_for(2, work)
+    assert done == [1 - failing_chunk]  # the other chunk finished before the error surfaced
+    total = []
+    threads.parallel_for(2, lambda lo, hi: total.append(hi - lo))  # the pool still works
+    assert sum(total) == 2
+
+
+def test_nested_calls_run_serially(two_threads):
+    inner = []
+
+    def outer(lo, hi):
+        threads.parallel_for(4, lambda a, b: inner.append((a, b)))
+
+    threads.parallel_for(2, outer)
+    assert inner == [(0, 4), (0, 4)]
+
+
+def test_worker_chunks_see_the_callers_context(two_threads):
+    """NumPy's error state is a context variable: a worker chunk obeys the caller's."""
+    var = contextvars.ContextVar("var", default="unset")
+    seen = {}
+
+    def look(lo, hi):
+        seen[lo] = var.get()
+        with pytest.raises(FloatingPointError):
+            np.exp(np.full(4, 1000.0))
+
+    var.set("caller")
+    with np.errstate(over="raise"):
+        threads.parallel_for(2, look)
+    assert seen == {0: "caller", 1: "caller"}
+
+
+@pytest.mark.parametrize("bad", [0, -2, 1.5, True, "2", None])
+def test_set_num_threads_rejects_non_positive_integers(bad):
+    before = dl.get_num_threads()
+    with pytest.raises(ValueError, match="positive integer number of threads"):
+        dl.set_num_threads(bad)
+    assert dl.get_num_threads() == before
+
+
+def _fresh(code: str, **env) -> dict:
+    """Run `code` in a new interpreter with `env` added (None removes a variable); it prints
+    one JSON object, returned here."""
+    environ = {k: v for k, v in os.environ.items()
+               if k not in ("OPENBLAS_THREAD_TIMEOUT", "DLFREE_NUM_THREADS")}
+    environ.update({k: v for k, v in env.items() if v is not None})
+    out = subprocess.run([sys.executable, "-c", code], env=environ, capture_output=True,
+                         text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    return json.loads(out.stdout)
+
+
+REPORT = ("import json, os; print(json.dumps({'threads': dlfree.get_num_threads(), "
+          "'timeout': os.environ.get('OPENBLAS_THREAD_TIMEOUT')}))")
+CPUS = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+
+
+def test_importing_dlfree_first_sets_the_blas_timeout_and_uses_every_cpu():
+    assert _fresh("import dlfree, numpy\n" + REPORT) == {
+        "threads": CPUS, "timeout": threads.BLAS_IDLE_TIMEOUT}
+
+
+def test_numpy_first_with_openblas_defaults_to_one_thread():
+    blas = np.__config__.CONFIG["Build Dependencies"]["blas"]["name"]
+    if "openblas" not in blas.lower():
+        pytest.skip(f"NumPy's BLAS here is {blas}, not OpenBLAS")
+    assert _fresh("import numpy, dlfree\n" + REPORT) == {"threads": 1, "timeout": None}
+
+
+def test_a_timeout_of_your_own_is_kept():
+    assert _fresh("import numpy, dlfree\n" + REPORT, OPENBLAS_THREAD_TIMEOUT="24") == {
+        "threads": CPUS, "timeout": "24"}
+
+
+def test_dlfree_num_threads_sets_the_default():
+    assert _fresh("import dlfree\n" + REPORT, DLFREE_NUM_THREADS="3")["threads"] == 3
+
+
+def test_a_bad_dlfree_num_threads_is_named():
+    code = ("import dlfree\ntry:\n    dlfree.get_num_threads()\nexcept ValueError as e:\n"
+            "    import json; print(json.dumps(str(e)))")
+    assert "DLFREE_NUM_THREADS" in _fresh(code, DLFREE_NUM_THREADS="many")
+    assert "'many'" in _fresh(code, DLFREE_NUM_THREADS="many")
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")
+def test_a_forked_child_gets_a_pool_of_its_own():
+    code = """
+import json, os, threading
+import dlfree
+from dlfree import threads
+dlfree.set_num_threads(2)
+threads.parallel_for(2, lambda lo, hi: None)  # the parent's pool now has a worker
+pid = os.fork()
+if pid == 0:
+    idents = set()
+    threads.parallel_for(2, lambda lo, hi: idents.add(threading.get_ident()))
+    os._exit(0 if len(idents) == 2 else 3)
+_, status = os.waitpid(pid, 0)
+print(json.dumps(os.waitstatus_to_exitcode(status)))
+"""
+    assert _fresh(code) == 0
