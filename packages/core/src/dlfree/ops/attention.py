@@ -10,6 +10,7 @@ from ..autograd.grad_mode import STATE
 from ..creation import rand
 from ..errors import DTypeError, ShapeError
 from ..tensor import Tensor
+from ..threads import for_blocks
 from ._util import sum_to
 from .elementwise import where
 from .shape import broadcast_shapes
@@ -18,13 +19,21 @@ __all__ = ["scaled_dot_product_attention"]
 
 
 class Attention(Function):
-    """Attention over the last two dims, every batch and head in one batched matmul.
+    """Attention over the last two dims, all heads in batched matmuls, in cache blocks.
 
     Inputs are query (..., L, E), key (..., S, E), value (..., S, Ev) and, optionally, a
     float mask added to the scores (it gets a gradient). `bias` is a constant additive mask
     (0 or -inf: causal and boolean masks), `causal` says it is the causal one, `dropout`
     the kept-and-rescaled mask applied to the attention weights, and `groups` how many
     query heads share one key/value head. Rows masked out entirely give zeros, as in torch.
+
+    Forward runs over blocks of the first batch dim holding about _BLOCK_BYTES of scores
+    each (`_batch_blocks`), so that the scores stay in cache from the product with K
+    through the softmax to the product with V; the blocks are independent and go to the
+    intra-op threads (dlfree.threads). Within a block, K is transposed and scaled once
+    (`_scaled_transpose`), a bool mask over keys alone (padding) lets the block skip the
+    keys after the last one it may see, and without grad or dropout the rows are divided
+    by their sums after the product with V rather than before.
 
     Under a causal mask the first half of the query rows sees only the first half of the
     keys, so each half is computed over the keys it can see (a quarter less work). Backward
@@ -47,24 +56,55 @@ class Attention(Function):
             self.saves = (0, 1, 2, 3)
         k, v = _repeat_heads(xp, k, groups), _repeat_heads(xp, v, groups)
         spans = _spans(q.shape[-2], k.shape[-2], causal)
-        bounded = not mask and _scores_bounded(xp, q, k, scale)
         extras = [e for e in (bias, *mask) if e is not None]
         batch = tuple(broadcast_shapes(*[a.shape[:-2] for a in (q, k, v, *extras)]))
+        score_batch = tuple(broadcast_shapes(*[a.shape[:-2] for a in (q, k, *extras)]))
         out = _empty_like_layout(xp, q, batch + (q.shape[-2], v.shape[-1]))
-        probs, dead = [], []
-        for rows, keys in spans:
-            scores = q[..., rows, :] @ xp.swapaxes(k[..., :keys, :], -1, -2)
-            scores *= scores.dtype.type(scale)
-            for extra in extras:
-                scores = _add(scores, extra[..., rows, :keys] if causal else extra)
-            p, d = _softmax(xp, scores, bool(extras), bounded)
-            kept = p if dropout is None else p * dropout[..., rows, :keys]
-            xp.matmul(kept, v[..., :keys, :], out=out[..., rows, :])
-            probs.append(p)
-            dead.append(d)
-        if self.needs_input_grad:
-            # only a single span can have dead rows: every causal row sees its first key
-            self.spans, self.probs, self.dead, self.scale = spans, probs, dead[0], scale
+        keep = bool(self.needs_input_grad)
+        # the probabilities are only needed normalised for backward or dropout; otherwise
+        # the product with V is divided by the row sums, a pass over (L, Ev), not (L, S)
+        late = not keep and dropout is None
+        probs = [xp.empty(score_batch + (_length(rows, q.shape[-2]), keys), q.dtype)
+                 for rows, keys in spans] if keep else None
+        blocks = _batch_blocks(batch, score_batch, q.shape[-2] * k.shape[-2] * q.itemsize)
+        # a bool mask over keys alone (padding): each block skips the keys after the last
+        # one it may see, whose weights are exactly 0 (attention over unpadded lengths)
+        key_mask = bias is not None and not causal and bias.shape[-2] == 1
+        dead = []
+
+        def compute(first: int, last: int) -> None:
+            for lo, hi in blocks[first:last]:
+                def part(a, lo=lo, hi=hi):
+                    return _block(a, lo, hi, len(batch))
+
+                qb, vb, ob, extras_b = part(q), part(v), part(out), [part(e) for e in extras]
+                keys_t = _scaled_transpose(xp, part(k), scale)
+                bounded = not mask and _scores_bounded(xp, qb, keys_t)
+                seen = _seen_keys(xp, part(bias)) if key_mask else k.shape[-2]
+                for i, (rows, keys) in enumerate(spans):
+                    keys = min(keys, seen)
+                    scores = qb[..., rows, :] @ keys_t[..., :keys]
+                    for extra in extras_b:
+                        scores = _add(scores, extra[..., rows, :keys] if causal else
+                                      extra[..., :keys])
+                    p, d, total = _softmax(xp, scores, bool(extras), bounded, normalize=not late)
+                    kept = p if dropout is None else p * part(dropout)[..., rows, :keys]
+                    out_rows = ob[..., rows, :]
+                    xp.matmul(kept, vb[..., :keys, :], out=out_rows)
+                    if late:
+                        out_rows /= total
+                    if keep:
+                        stored = part(probs[i])
+                        stored[..., :keys] = p
+                        stored[..., keys:] = 0
+                    if i == 0 and d is not None:
+                        dead.append((lo, hi, d))
+
+        for_blocks(self.device, len(blocks), compute)
+        if keep:
+            # only the first span can have dead rows: every causal row sees its first key
+            self.spans, self.probs, self.scale = spans, probs, scale
+            self.dead = _gather_dead(xp, dead, blocks, probs[0].shape[:-1] + (1,), len(batch))
             self.bias, self.dropout, self.groups, self.batch = bias, dropout, groups, batch
         return out
 
@@ -149,6 +189,55 @@ def _spans(n_queries: int, n_keys: int, causal: bool) -> list:
     return [(slice(0, half), min(half, n_keys)), (slice(half, None), min(n_queries, n_keys))]
 
 
+def _length(rows: slice, n: int) -> int:
+    return len(range(n)[rows])
+
+
+# scores per cache block: with the keys, values and output of the block, they stay in a
+# core's L2 cache between the product with K, the softmax passes and the product with V
+_BLOCK_BYTES = 1 << 20
+
+
+def _batch_blocks(batch: tuple, score_batch: tuple, matrix_bytes: int) -> list:
+    """(lo, hi) ranges of the first batch dim, each with about _BLOCK_BYTES of scores, that
+    forward computes one after the other (cache blocking, not a loop per batch item: the
+    block grows as the matrices shrink). One block, (None, None), when there is no batch
+    dim or the scores do not vary along it."""
+    if not batch or len(score_batch) < len(batch) or score_batch[0] != batch[0]:
+        return [(None, None)]
+    per_item = math.prod(score_batch[1:]) * matrix_bytes
+    step = max(1, _BLOCK_BYTES // max(per_item, 1))
+    return [(lo, min(lo + step, batch[0])) for lo in range(0, batch[0], step)]
+
+
+def _block(a, lo, hi, batch_dims: int):
+    """`a`'s part lo:hi along the first of `batch_dims` batch dims (before its last two), or
+    `a` itself where it broadcasts along that dim (size 1 or absent)."""
+    if lo is None or a.ndim - 2 < batch_dims or a.shape[0] == 1:
+        return a
+    return a[lo:hi]
+
+
+def _gather_dead(xp, dead: list, blocks: list, shape: tuple, batch_dims: int):
+    """The blocks' masks of rows with every key masked out as one array of `shape`, or None
+    when no block has such rows."""
+    if not dead:
+        return None
+    if len(blocks) == 1:
+        return dead[0][2]
+    full = xp.zeros(shape, dtype=bool)
+    for lo, hi, d in dead:
+        _block(full, lo, hi, batch_dims)[...] = d
+    return full
+
+
+def _seen_keys(xp, bias) -> int:
+    """How many leading keys some query may see under `bias`, a mask over keys alone
+    (..., 1, S) of 0 (seen) and -inf: one past the last key that any row leaves unmasked."""
+    seen = xp.flatnonzero((bias.reshape(-1, bias.shape[-1]) == 0).any(axis=0))
+    return int(seen[-1]) + 1 if seen.size else 0
+
+
 def _key_grad(xp, total, a, b, keys: int, first: bool) -> None:
     """a @ b, a gradient for the first `keys` keys, written into `total` (the first span,
     zeroing the keys no query sees) or added to it."""
@@ -178,9 +267,20 @@ def _add(scores, extra):
     return scores + extra
 
 
-def _softmax(xp, scores, masked: bool, bounded: bool) -> tuple:
+def _scaled_transpose(xp, k, scale: float):
+    """scale · kᵀ, (..., E, S), as a C-contiguous array: BLAS multiplies q by it several
+    times faster than by a transposed view when E is a head's small width, and the scale
+    applied here costs no pass over the (L, S) scores."""
+    scaled = xp.empty(k.shape[:-2] + (k.shape[-1], k.shape[-2]), dtype=k.dtype)
+    xp.copyto(scaled, xp.swapaxes(k, -1, -2))  # a strided copy, then a contiguous multiply:
+    scaled *= k.dtype.type(scale)  # twice as fast as one multiply from the strided view
+    return scaled
+
+
+def _softmax(xp, scores, masked: bool, bounded: bool, normalize: bool = True) -> tuple:
     """Softmax over the last dim, in place; rows that are all -inf become zeros. Returns the
-    probabilities and a mask of those rows (None when there are none).
+    probabilities, a mask of those rows (None when there are none) and the row sums (1 in
+    dead rows). With `normalize=False` the exponentials are left undivided by the sums.
 
     `bounded` promises every finite score lies in [-_BOUND, _BOUND]: exp can then neither
     overflow nor underflow, so the row max need not be subtracted (the result is the same).
@@ -198,20 +298,22 @@ def _softmax(xp, scores, masked: bool, bounded: bool) -> tuple:
             total[dead] = 1
         else:
             dead = None
-    probs /= total
-    return probs, dead
+    if normalize:
+        probs /= total
+    return probs, dead, total
 
 
 _BOUND = 60.0  # e^±60 sits well inside float32's normal range, with room for long rows
 
 
-def _scores_bounded(xp, q, k, scale) -> bool:
-    """Whether |scale · q_i · k_j| <= _BOUND for all i, j, by Cauchy-Schwarz on the norms."""
-    if not q.size or not k.size:
+def _scores_bounded(xp, q, scaled_keys) -> bool:
+    """Whether |q_i · scaled_keys_j| <= _BOUND for all i, j, by Cauchy-Schwarz on the norms
+    (`scaled_keys` is (..., E, S), as from `_scaled_transpose`)."""
+    if not q.size or not scaled_keys.size:
         return True
     q_norm = float(xp.einsum("...i,...i->...", q, q).max())
-    k_norm = float(xp.einsum("...i,...i->...", k, k).max())
-    return abs(scale) * math.sqrt(q_norm * k_norm) <= _BOUND
+    k_norm = float(xp.einsum("...ij,...ij->...j", scaled_keys, scaled_keys).max())
+    return math.sqrt(q_norm * k_norm) <= _BOUND
 
 
 def _repeat_heads(xp, array, groups: int):
