@@ -9,6 +9,7 @@ math.erf / math.erfc in float64, whose own error (about 1e-16) is far below both
 from __future__ import annotations
 
 import math
+import threading
 
 import numpy as np
 import pytest
@@ -164,6 +165,35 @@ def test_blocks_cover_every_element(dtype, monkeypatch):
     for blocked, expected in zip(_erf_gelu_and_grad(x, g), whole):
         assert blocked.shape == x.shape and blocked.dtype == x.dtype
         np.testing.assert_array_max_ulp(blocked, expected, maxulp=1)
+
+
+def test_threads_share_the_blocks_without_changing_a_bit(monkeypatch):
+    """Blocks of 16 over 1000 elements: four threads take runs of them (two blocks at the
+    least), for erf, GELU and GELU's backward, and agree bit for bit with one thread."""
+    rs = np.random.default_rng(4)
+    x = (rs.standard_normal((40, 25)) * 3).astype("float32")
+    g = rs.standard_normal(x.shape).astype("float32")
+    monkeypatch.setattr(special, "_BLOCK", 16)
+    workers = set()
+    original = special.parallel_for
+
+    def spy(count, fn, min_chunk=1):
+        def run(lo, hi):
+            workers.add(threading.get_ident())
+            fn(lo, hi)
+        original(count, run, min_chunk)
+
+    monkeypatch.setattr(special, "parallel_for", spy)
+    before = dl.get_num_threads()
+    try:
+        dl.set_num_threads(1)
+        serial = _erf_gelu_and_grad(x, g)
+        dl.set_num_threads(4)
+        for threaded, expected in zip(_erf_gelu_and_grad(x, g), serial, strict=True):
+            np.testing.assert_array_equal(threaded, expected)
+        assert len(workers) >= 2  # the pool may hand two runs to one of its threads
+    finally:
+        dl.set_num_threads(before)
 
 
 def test_gelu_on_empty_and_scalar_tensors():

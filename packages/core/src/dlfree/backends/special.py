@@ -15,6 +15,10 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
+
+from ..threads import parallel_for
+
 # erf(x) / x as a series in T_k(2x² - 1), for |x| < 1.
 _ERF_OVER_X = (
     0.9754769393826541, -0.14226120510371365, 0.010035582187599796, -0.0005768764699767485,
@@ -54,8 +58,13 @@ _ERF_TANH_ARG = (
 # The same for the normal CDF: Phi(x) = (1 + tanh(a)) / 2 = 1 / (1 + exp(-2a)) with
 # a = (x/√2)·P(x²/2), written as exp(x·Q(x²)); the exp form has no cancellation for x < 0.
 _GELU_EXP_ARG = tuple(-math.sqrt(2) * c / 2**k for k, c in enumerate(_ERF_TANH_ARG))
+# the kernels take them as float32 scalars: a Python float costs each call a conversion
+_ERF_TANH_ARG32, _GELU_EXP_ARG32 = (tuple(map(np.float32, c)) for c in (_ERF_TANH_ARG,
+                                                                         _GELU_EXP_ARG))
 # float32 elements per block: a block's inputs, output and two scratch arrays fit in L2
-_BLOCK = 32768
+_BLOCK = 131072
+# a thread takes at least this many blocks: less work than that is not worth a thread
+_BLOCKS_PER_THREAD = 2
 
 
 class _Precision:
@@ -145,16 +154,25 @@ def _elementwise(fn, doc: str, single=None):
 # ------------------------------------------------------------- float32, in blocks
 def _blockwise(xp, block, dtype, *inputs):
     """`block(xp, out, *inputs, s, t)` on float32 blocks of at most _BLOCK elements of the
-    same-shape `inputs` (s and t are scratch of the block's size); the result in `dtype`."""
+    same-shape `inputs` (s and t are scratch of the block's size); the result in `dtype`.
+    On NumPy, large arrays are shared out among the intra-op threads in runs of blocks."""
     flat = [xp.ascontiguousarray(a, dtype=xp.float32).reshape(-1) for a in inputs]
     out = xp.empty(inputs[0].shape, xp.float32)
     flat_out = out.reshape(-1)
     n = flat_out.size
-    s, t = xp.empty(min(n, _BLOCK), xp.float32), xp.empty(min(n, _BLOCK), xp.float32)
-    for start in range(0, n, _BLOCK):
-        stop = min(start + _BLOCK, n)
-        block(xp, flat_out[start:stop], *[a[start:stop] for a in flat], s[:stop - start],
-              t[:stop - start])
+
+    def run(first: int, last: int) -> None:
+        s, t = xp.empty(min(n, _BLOCK), xp.float32), xp.empty(min(n, _BLOCK), xp.float32)
+        for start in range(first * _BLOCK, min(last * _BLOCK, n), _BLOCK):
+            stop = min(start + _BLOCK, n)
+            block(xp, flat_out[start:stop], *[a[start:stop] for a in flat], s[:stop - start],
+                  t[:stop - start])
+
+    blocks = -(-n // _BLOCK)
+    if xp is np:
+        parallel_for(blocks, run, min_chunk=_BLOCKS_PER_THREAD)
+    else:
+        run(0, blocks)
     return out if out.dtype == dtype else out.astype(dtype)
 
 
@@ -170,19 +188,19 @@ def _x_times_poly(xp, coefs, x, s, out):
 
 
 def _erf_block(xp, out, x, s, _):
-    _x_times_poly(xp, _ERF_TANH_ARG, x, s, out)
+    _x_times_poly(xp, _ERF_TANH_ARG32, x, s, out)
     xp.tanh(out, out=out)
 
 
 def _gelu_block(xp, out, x, s, _):
-    _x_times_poly(xp, _GELU_EXP_ARG, x, s, out)
+    _x_times_poly(xp, _GELU_EXP_ARG32, x, s, out)
     xp.exp(out, out=out)  # 1/Phi(x) - 1; inf far left, where x / inf gives GELU's -0
     xp.add(out, 1.0, out=out)
     xp.divide(x, out, out=out)
 
 
 def _gelu_grad_block(xp, out, g, x, s, t):
-    _x_times_poly(xp, _GELU_EXP_ARG, x, s, t)
+    _x_times_poly(xp, _GELU_EXP_ARG32, x, s, t)
     xp.exp(t, out=t)
     xp.add(t, 1.0, out=t)
     xp.divide(1.0, t, out=t)  # Phi(x)
