@@ -9,7 +9,8 @@ import platform
 
 # Variables that change the BLAS and OpenMP thread pools, the BLAS kernels, or malloc.
 TUNING_VARIABLES = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS",
-                    "OPENBLAS_CORETYPE", "GLIBC_TUNABLES")
+                    "OPENBLAS_CORETYPE", "OPENBLAS_THREAD_TIMEOUT", "DLFREE_NUM_THREADS",
+                    "GLIBC_TUNABLES")
 # References whose speed is NumPy's and its BLAS's, and those that run on torch's kernels.
 NUMPY_BASED = {"dlfree", "numpy"}
 TORCH_BASED = {"torch", "torch_optimizer", "transformers"}
@@ -39,6 +40,7 @@ def describe(framework: str) -> dict:
             import dlfree
 
             info["dlfree"] = dlfree.__version__
+            info["dlfree_threads"] = dlfree.get_num_threads()
         return info
     if framework in TORCH_BASED:
         import torch

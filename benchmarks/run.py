@@ -21,6 +21,7 @@ import argparse
 import contextlib
 import json
 import multiprocessing
+import os
 import statistics
 import sys
 import time
@@ -29,6 +30,8 @@ from pathlib import Path
 import environment
 import worker
 from workloads import WORKLOADS
+
+from dlfree.threads import BLAS_IDLE_TIMEOUT
 
 RESULTS = Path(__file__).resolve().parent / "results"
 UNIT_SCALE = {"us": 1e6, "ms": 1e3}
@@ -174,6 +177,10 @@ def main(argv=None) -> int:
                         help=f"run only this workload (repeatable): {', '.join(WORKLOADS)}")
     args = parser.parse_args(argv)
     mode = "quick" if args.quick else "full"
+    # dl.free sets OpenBLAS's idle timeout itself when it is imported before NumPy (see
+    # dlfree.threads); the workers load NumPy first, through the workloads, so the same
+    # setting is made here, for every worker alike, and reported with the machine.
+    os.environ.setdefault("OPENBLAS_THREAD_TIMEOUT", BLAS_IDLE_TIMEOUT)
     results = {"started": time.strftime("%Y%m%d-%H%M%S"), "command": " ".join(sys.argv),
                "mode": mode, "machine": environment.machine(), "workloads": {}}
     print(format_machine(results["machine"]) + "\n", flush=True)
