@@ -31,9 +31,11 @@ import environment
 import worker
 from workloads import WORKLOADS
 
-from dlfree.threads import BLAS_IDLE_TIMEOUT
-
 RESULTS = Path(__file__).resolve().parent / "results"
+# dlfree.threads.BLAS_IDLE_TIMEOUT, written out: importing dl.free here would import it in
+# every spawned worker too (they import this module), and its NumPy backend's malloc
+# settings would then speed up the references as well
+BLAS_IDLE_TIMEOUT = "21"
 UNIT_SCALE = {"us": 1e6, "ms": 1e3}
 # Pause before each timed batch, so that the thread pools of the worker that ran last
 # (OpenBLAS, OpenMP) stop spinning and leave the cores to the next one.

@@ -12,6 +12,7 @@ from __future__ import annotations
 import functools
 import importlib.util
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -19,6 +20,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+
+from dlfree import threads
 
 BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
 
@@ -185,9 +188,10 @@ def test_run_quick_writes_json(tmp_path):
     with (copy / "workloads" / "__init__.py").open("a") as init:
         init.write("\nfrom . import other_references\n"
                    "WORKLOADS[other_references.NAME] = other_references\n")
+    environ = {k: v for k, v in os.environ.items() if k != "OPENBLAS_THREAD_TIMEOUT"}
     done = subprocess.run([sys.executable, str(copy / "run.py"), "--quick", "--only",
                            "op_overhead", "--only", "other_references"],
-                          capture_output=True, text=True, timeout=180)
+                          capture_output=True, text=True, timeout=180, env=environ)
     assert done.returncode == 0, done.stderr
     assert "op_overhead:" in done.stdout and "other_references:" in done.stdout
     assert "absent" in done.stdout and "skipped: ModuleNotFoundError" in done.stdout
@@ -195,6 +199,9 @@ def test_run_quick_writes_json(tmp_path):
     assert set(results) == {"started", "command", "mode", "machine", "workloads"}
     assert results["mode"] == "quick"
     assert set(results["machine"]) >= {"python", "cpus", "load_average_1min"}
+    # the workers run with dl.free's OpenBLAS idle timeout, which run.py writes out
+    assert results["machine"]["tuning_variables"]["OPENBLAS_THREAD_TIMEOUT"] == \
+        threads.BLAS_IDLE_TIMEOUT
     assert list(results["workloads"]) == ["op_overhead", "other_references"]
     for result in results["workloads"].values():
         assert set(result) == {"description", "unit", "plan", "frameworks", "skipped", "ratios"}

@@ -132,3 +132,23 @@ def test_blocks_hold_about_the_budget_of_scores():
     assert attention._batch_blocks((), (), L * S * 8) == [(None, None)]
     # one item larger than the budget still makes a block of its own
     assert attention._batch_blocks((2, 4), (2, 4), 10 * ITEM_BYTES) == [(0, 1), (1, 2)]
+
+
+def test_float_mask_and_its_gradient_over_blocks():
+    q, k, v, g = arrays(seed=6)
+    bias = np.random.default_rng(7).standard_normal((B, 1, L, S))
+    results = []
+    for n in (1, 3):
+        dl.set_num_threads(n)
+        inputs = [dl.tensor(a, requires_grad=True) for a in (q, k, v, bias)]
+        out = dl.functional.scaled_dot_product_attention(*inputs[:3], attn_mask=inputs[3])
+        out.backward(dl.tensor(g))
+        results.append([out.detach().numpy()] + [t.grad.numpy() for t in inputs])
+    for a, b in zip(*results, strict=True):
+        np.testing.assert_array_equal(a, b)
+    inputs = [torch.tensor(a, requires_grad=True) for a in (q, k, v, bias)]
+    out = torch.nn.functional.scaled_dot_product_attention(*inputs[:3], attn_mask=inputs[3])
+    out.backward(torch.tensor(g))
+    expected = [out.detach().numpy()] + [t.grad.numpy() for t in inputs]
+    for a, b in zip(results[0], expected, strict=True):
+        np.testing.assert_allclose(a, b, rtol=1e-10, atol=1e-12)

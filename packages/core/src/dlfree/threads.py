@@ -13,7 +13,7 @@ OpenBLAS, NumPy's usual BLAS, keeps its worker threads spinning for about 2^28 c
 (~0.1 s) after each matrix product, so a second thread that starts right after one shares
 its core with a spinning worker and gains nothing. Its OPENBLAS_THREAD_TIMEOUT variable
 shortens that wait, but OpenBLAS reads it only when NumPy loads it. So `import dlfree` sets
-it to BLAS_IDLE_TIMEOUT (2^20 cycles, well under a millisecond) when NumPy is not loaded
+it to BLAS_IDLE_TIMEOUT (2^21 cycles, under a millisecond) when NumPy is not loaded
 yet and the variable is unset. When NumPy came first with OpenBLAS and no such setting,
 the default is one thread, which is then as fast.
 
@@ -33,7 +33,9 @@ from concurrent.futures import ThreadPoolExecutor
 __all__ = ["get_num_threads", "set_num_threads", "parallel_for", "for_blocks", "quiet_blas_threads",
            "BLAS_IDLE_TIMEOUT"]
 
-BLAS_IDLE_TIMEOUT = "20"  # OpenBLAS waits 2^N cycles before its idle threads sleep
+BLAS_IDLE_TIMEOUT = "21"  # OpenBLAS waits 2^N cycles before its idle threads sleep
+# (20 let them fall asleep between the products of a small MLP step, 5-8 % slower; 22 left
+# them spinning into the first milliseconds of an attention)
 
 _STATE = threading.local()  # .inside: this thread is running a parallel_for chunk
 _lock = threading.Lock()
@@ -132,19 +134,31 @@ def _run_chunk(fn, lo: int, hi: int) -> None:
         _STATE.inside = False
 
 
-def parallel_for(count: int, fn, min_chunk: int = 1) -> None:
+def parallel_for(count: int, fn, min_chunk: int = 1, products: bool = False) -> None:
     """fn(lo, hi) over consecutive chunks of range(count), at least `min_chunk` items each,
     one chunk per thread; returns when all are done, raising the first chunk's error.
 
     The calling thread runs the first chunk itself. Worker chunks run in a copy of the
     caller's context (NumPy's error state is a context variable). A call from inside a
     chunk runs serially, so nested ops neither deadlock nor oversubscribe the cores.
+    `products` says the chunks multiply matrices: OpenBLAS then runs one thread per chunk
+    meanwhile (see dlfree.backends.openblas).
     """
     threads = min(get_num_threads(), count // max(min_chunk, 1))
     if threads <= 1 or getattr(_STATE, "inside", False):
         if count > 0:
             fn(0, count)
         return
+    if products:
+        from .backends.openblas import one_thread_each
+
+        with one_thread_each():
+            _run_chunks(count, fn, threads)
+    else:
+        _run_chunks(count, fn, threads)
+
+
+def _run_chunks(count: int, fn, threads: int) -> None:
     bounds = [count * i // threads for i in range(threads + 1)]
     pool = _executor(get_num_threads() - 1)
     futures = [pool.submit(contextvars.copy_context().run, _run_chunk, fn, lo, hi)
@@ -158,9 +172,9 @@ def parallel_for(count: int, fn, min_chunk: int = 1) -> None:
             raise error
 
 
-def for_blocks(device, count: int, fn, min_chunk: int = 1) -> None:
+def for_blocks(device, count: int, fn, min_chunk: int = 1, products: bool = False) -> None:
     """`parallel_for` on the CPU; elsewhere (a GPU stream orders the work) fn(0, count)."""
     if device.type == "cpu":
-        parallel_for(count, fn, min_chunk)
+        parallel_for(count, fn, min_chunk, products)
     elif count > 0:
         fn(0, count)

@@ -31,7 +31,7 @@ class Attention(Function):
     each (`_batch_blocks`), so that the scores stay in cache from the product with K
     through the softmax to the product with V; the blocks are independent and go to the
     intra-op threads (dlfree.threads). Within a block, K is transposed and scaled once
-    (`_scaled_transpose`), a bool mask over keys alone (padding) lets the block skip the
+    (`_scaled_operands`), a bool mask over keys alone (padding) lets the block skip the
     keys after the last one it may see, and without grad or dropout the rows are divided
     by their sums after the product with V rather than before.
 
@@ -78,7 +78,7 @@ class Attention(Function):
                     return _block(a, lo, hi, len(batch))
 
                 qb, vb, ob, extras_b = part(q), part(v), part(out), [part(e) for e in extras]
-                keys_t = _scaled_transpose(xp, part(k), scale)
+                qb, keys_t = _scaled_operands(xp, qb, part(k), scale)
                 bounded = not mask and _scores_bounded(xp, qb, keys_t)
                 seen = _seen_keys(xp, part(bias)) if key_mask else k.shape[-2]
                 for i, (rows, keys) in enumerate(spans):
@@ -100,10 +100,10 @@ class Attention(Function):
                     if i == 0 and d is not None:
                         dead.append((lo, hi, d))
 
-        for_blocks(self.device, len(blocks), compute)
+        for_blocks(self.device, len(blocks), compute, products=True)
         if keep:
             # only the first span can have dead rows: every causal row sees its first key
-            self.spans, self.probs, self.scale = spans, probs, scale
+            self.spans, self.probs, self.scale, self.blocks = spans, probs, scale, blocks
             self.dead = _gather_dead(xp, dead, blocks, probs[0].shape[:-1] + (1,), len(batch))
             self.bias, self.dropout, self.groups, self.batch = bias, dropout, groups, batch
         return out
@@ -112,7 +112,7 @@ class Attention(Function):
         q, k, v, *rest = self.saved_tensors
         mask, out = (rest[0], rest[1]) if len(rest) == 2 else (None, rest[0])
         grads = self._graph_backward(g, q, k, v, mask) if STATE.enabled else \
-            self._fused_backward(g, q, k, v, out)
+            self._fused_backward(g, q, k, v, out, want_ds=mask is not None)
         dq, dk, dv, ds = grads
         needs = self.needs_input_grad
         result = (sum_to(dq, q.shape) if needs[0] else None,
@@ -122,36 +122,53 @@ class Attention(Function):
             result += (sum_to(ds, mask.shape) if needs[3] else None,)
         return result
 
-    def _fused_backward(self, g, q, k, v, out) -> tuple:
-        """The gradients on arrays. The span that sees the most keys goes first and writes dK
-        and dV; the other span adds into their leading rows. dS is the last span's (a float
-        mask, the only user of it, means a single span)."""
+    def _fused_backward(self, g, q, k, v, out, want_ds: bool) -> tuple:
+        """The gradients on arrays, in the forward's blocks of the batch (on the intra-op
+        threads). The span that sees the most keys goes first and writes dK and dV; the
+        other span adds into their leading rows. dS, wanted for a float mask (which means a
+        single span), is the last span's."""
         xp = self.xp
         go, out, q = g._data, out._data, q._data
         k, v = _repeat_heads(xp, k._data, self.groups), _repeat_heads(xp, v._data, self.groups)
-        batch = self.batch
+        batch, scale = self.batch, self.scale
         dq = _empty_like_layout(xp, q, batch + q.shape[-2:])
         dk = _empty_like_layout(xp, k, batch + k.shape[-2:])
         dv = _empty_like_layout(xp, v, batch + v.shape[-2:])
-        # rowsum(dP ⊙ P) equals rowsum(dO ⊙ O), which is cheaper when Ev < S
-        delta = xp.einsum("...i,...i->...", go, out)[..., None]
-        first = True
-        for (rows, keys), probs in reversed(list(zip(self.spans, self.probs, strict=True))):
-            g_rows = go[..., rows, :]
-            dropout = None if self.dropout is None else self.dropout[..., rows, :keys]
-            kept = probs if dropout is None else probs * dropout
-            _key_grad(xp, dv, xp.swapaxes(kept, -1, -2), g_rows, keys, first)
-            ds = g_rows @ xp.swapaxes(v[..., :keys, :], -1, -2)
-            if dropout is not None:
-                ds *= dropout
-            ds -= delta[..., rows, :]
-            ds *= probs
-            xp.matmul(ds, k[..., :keys, :], out=dq[..., rows, :])
-            _key_grad(xp, dk, xp.swapaxes(ds, -1, -2), q[..., rows, :], keys, first)
-            first = False
-        dq *= dq.dtype.type(self.scale)
-        dk *= dk.dtype.type(self.scale)
-        return tuple(Tensor._make(a, self.device) for a in (dq, dk, dv, ds))
+        ds_all = xp.empty_like(self.probs[-1]) if want_ds else None
+        spans = list(zip(self.spans, self.probs, strict=True))[::-1]
+
+        def compute(first_block: int, last_block: int) -> None:
+            for lo, hi in self.blocks[first_block:last_block]:
+                def part(a, lo=lo, hi=hi):
+                    return _block(a, lo, hi, len(batch))
+
+                go_b, q_b, k_b, v_b = part(go), part(q), part(k), part(v)
+                dq_b, dk_b, dv_b = part(dq), part(dk), part(dv)
+                # rowsum(dP ⊙ P) equals rowsum(dO ⊙ O), which is cheaper when Ev < S
+                delta = xp.einsum("...i,...i->...", go_b, part(out))[..., None]
+                first = True
+                for (rows, keys), probs in spans:
+                    probs, g_rows = part(probs), go_b[..., rows, :]
+                    dropout = None if self.dropout is None else \
+                        part(self.dropout)[..., rows, :keys]
+                    kept = probs if dropout is None else probs * dropout
+                    _key_grad(xp, dv_b, xp.swapaxes(kept, -1, -2), g_rows, keys, first)
+                    ds = g_rows @ xp.swapaxes(v_b[..., :keys, :], -1, -2)
+                    if dropout is not None:
+                        ds *= dropout
+                    ds -= delta[..., rows, :]
+                    ds *= probs
+                    xp.matmul(ds, k_b[..., :keys, :], out=dq_b[..., rows, :])
+                    _key_grad(xp, dk_b, xp.swapaxes(ds, -1, -2), q_b[..., rows, :], keys, first)
+                    first = False
+                if ds_all is not None:
+                    part(ds_all)[...] = ds
+                dq_b *= dq_b.dtype.type(scale)
+                dk_b *= dk_b.dtype.type(scale)
+
+        for_blocks(self.device, len(self.blocks), compute, products=True)
+        return tuple(None if a is None else Tensor._make(a, self.device)
+                     for a in (dq, dk, dv, ds_all))
 
     def _graph_backward(self, g, q, k, v, mask) -> tuple:
         """The same gradients from Tensor ops (recomputing P over all keys), so they are
@@ -267,14 +284,24 @@ def _add(scores, extra):
     return scores + extra
 
 
-def _scaled_transpose(xp, k, scale: float):
-    """scale · kᵀ, (..., E, S), as a C-contiguous array: BLAS multiplies q by it several
-    times faster than by a transposed view when E is a head's small width, and the scale
-    applied here costs no pass over the (L, S) scores."""
+# from this many query rows on, K is copied transposed; below, as when decoding one token
+# at a time, the copy would cost about as much as the product itself
+_TRANSPOSED_COPY_ROWS = 8
+
+
+def _scaled_operands(xp, q, k, scale: float) -> tuple:
+    """(q, kᵀ) with `scale` applied to one of them, so that q @ kᵀ are the scaled scores.
+
+    For many query rows kᵀ is a C-contiguous copy, (..., E, S), scaled on the way: BLAS
+    multiplies by it about twice as fast as by a transposed view when E is a head's small
+    width, and the scale costs no pass over the (L, S) scores. For a few rows q is scaled
+    and kᵀ stays a view."""
+    if q.shape[-2] < _TRANSPOSED_COPY_ROWS:
+        return q * q.dtype.type(scale), xp.swapaxes(k, -1, -2)
     scaled = xp.empty(k.shape[:-2] + (k.shape[-1], k.shape[-2]), dtype=k.dtype)
     xp.copyto(scaled, xp.swapaxes(k, -1, -2))  # a strided copy, then a contiguous multiply:
     scaled *= k.dtype.type(scale)  # twice as fast as one multiply from the strided view
-    return scaled
+    return q, scaled
 
 
 def _softmax(xp, scores, masked: bool, bounded: bool, normalize: bool = True) -> tuple:
@@ -308,7 +335,7 @@ _BOUND = 60.0  # e^±60 sits well inside float32's normal range, with room for l
 
 def _scores_bounded(xp, q, scaled_keys) -> bool:
     """Whether |q_i · scaled_keys_j| <= _BOUND for all i, j, by Cauchy-Schwarz on the norms
-    (`scaled_keys` is (..., E, S), as from `_scaled_transpose`)."""
+    (`scaled_keys` is (..., E, S), as from `_scaled_operands`)."""
     if not q.size or not scaled_keys.size:
         return True
     q_norm = float(xp.einsum("...i,...i->...", q, q).max())
