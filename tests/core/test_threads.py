@@ -211,3 +211,16 @@ def test_overlapping_regions_restore_openblas_once_the_last_ends():
         assert get() == 2
     finally:
         set_(before)
+
+
+def test_a_pool_shut_down_meanwhile_runs_the_chunks_inline(two_threads):
+    """set_num_threads in another thread may shut the pool down while a call submits."""
+    threads.parallel_for(2, lambda lo, hi: None)
+    threads._pool.shutdown(wait=True)
+    try:
+        calls = []
+        threads.parallel_for(2, lambda lo, hi: calls.append((lo, hi, threading.get_ident())))
+        assert [c[:2] for c in calls] == [(0, 1), (1, 2)]
+        assert {c[2] for c in calls} == {threading.get_ident()}
+    finally:
+        threads._pool = None

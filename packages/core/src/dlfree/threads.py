@@ -41,6 +41,7 @@ _STATE = threading.local()  # .inside: this thread is running a parallel_for chu
 _lock = threading.Lock()
 _pool: ThreadPoolExecutor | None = None
 _threads: int | None = None
+_blas_quiet = False  # OpenBLAS's idle timeout is known to be set (quiet_blas_threads)
 
 
 def _available_cpus() -> int:
@@ -92,9 +93,6 @@ def quiet_blas_threads() -> None:
     elif "numpy" not in sys.modules:
         os.environ["OPENBLAS_THREAD_TIMEOUT"] = BLAS_IDLE_TIMEOUT
         _blas_quiet = True
-
-
-_blas_quiet = False
 
 
 def _blas_threads_sleep() -> bool:
@@ -160,11 +158,17 @@ def parallel_for(count: int, fn, min_chunk: int = 1, products: bool = False) -> 
 
 def _run_chunks(count: int, fn, threads: int) -> None:
     bounds = [count * i // threads for i in range(threads + 1)]
+    chunks = list(zip(bounds[:-1], bounds[1:], strict=True))
     pool = _executor(get_num_threads() - 1)
-    futures = [pool.submit(contextvars.copy_context().run, _run_chunk, fn, lo, hi)
-               for lo, hi in zip(bounds[1:-1], bounds[2:], strict=True)]
+    futures, inline = [], [chunks[0]]
+    for lo, hi in chunks[1:]:
+        try:
+            futures.append(pool.submit(contextvars.copy_context().run, _run_chunk, fn, lo, hi))
+        except RuntimeError:  # set_num_threads, in another thread, shut this pool down
+            inline.append((lo, hi))
     try:
-        _run_chunk(fn, bounds[0], bounds[1])
+        for lo, hi in inline:
+            _run_chunk(fn, lo, hi)
     finally:
         errors = [f.exception() for f in futures]  # waits for every chunk
     for error in errors:
