@@ -20,6 +20,7 @@ import torch
 import dlfree as dl
 from dlfree import functional as F
 from dlfree import nn, optim
+from dlfree.train.callbacks.checkpoint import ModelCheckpoint
 from dlfree.train.callbacks.early_stopping import EarlyStopping
 from dlfree.train.callbacks.loggers import CSVLogger, JSONLLogger
 from dlfree.train.callbacks.lr_monitor import LRMonitor, ReduceOnStall
@@ -48,7 +49,8 @@ def fake_trainer(tmp_path, *, epochs: int | None = 3, steps_per_epoch: int | Non
         optimizer=SimpleNamespace(param_groups=[{"lr": lr, "params": []} for lr in lrs]),
         state=TrainState(epochs=epochs, steps_per_epoch=steps_per_epoch),
         run_dir=tmp_path, checkpoint_dir=None, timings={"step": 0.25, "validation": 0.125},
-        config={"optimizer": "SGD", "max_epochs": epochs} if config is None else config)
+        config={"optimizer": "SGD", "max_epochs": epochs} if config is None else config,
+        validates=True, epoch_validated=False)
 
 
 class Recorder:
@@ -96,6 +98,7 @@ def _run(trainer, events, epochs, lr_decay):
             events("dlfree_train_batch_end", trainer=trainer, batch=batch, batch_index=i,
                    loss=loss, outputs=None)
         logs = {"loss": sum(losses) / len(losses), "lr": groups[0]["lr"]}
+        trainer.epoch_validated = val is not None
         if val is not None:
             for name, value in val.items():
                 history.log(name, value, state.global_step)
@@ -203,6 +206,23 @@ def test_early_stopping_skips_epochs_without_validation_and_names_missing_values
               val_epochs([0.5]))
     with pytest.raises(KeyError, match="'train_acc' was not logged"):
         drive(fake_trainer(tmp_path), [EarlyStopping("train_acc")], [([1.0], None)])
+
+
+@pytest.mark.parametrize("make", [lambda p: EarlyStopping(), lambda p: ReduceOnStall(),
+                                  lambda p: ModelCheckpoint(p, monitor="val_loss")],
+                         ids=["EarlyStopping", "ReduceOnStall", "ModelCheckpoint"])
+def test_watching_a_validation_value_without_val_data_fails_at_the_start(tmp_path, make):
+    """Without val_data a "val_" value never appears: refuse at once rather than never act."""
+    trainer = fake_trainer(tmp_path)
+    trainer.validates = False
+    callback = make(tmp_path)
+    with pytest.raises(ValueError, match="monitors 'val_loss', a validation value, but fit"
+                                         r"\(\) got no val_data"):
+        drive(trainer, [callback], [([1.0], None)])
+    trainer = fake_trainer(tmp_path)  # a training value needs no validation
+    trainer.validates = False
+    for watcher in (EarlyStopping("loss"), ReduceOnStall("loss")):
+        drive(trainer, [watcher], [([1.0], None)])
 
 
 @pytest.mark.parametrize("kwargs, error, match", [

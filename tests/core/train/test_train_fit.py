@@ -200,11 +200,18 @@ def test_schedulers_that_step_on_a_monitored_value_get_it(mlp, loaders):
                                nn.CrossEntropyLoss(), scheduler=scheduler, max_epochs=3)
     trainer.fit(train, val)
     assert scheduler.values == trainer.history["val_loss"].values
+    scheduler = Plateau()  # validating every other epoch: stepped on those epochs only
+    trainer = dl.train.Trainer(model, optim.SGD(model.parameters(), lr=0.1),
+                               nn.CrossEntropyLoss(), scheduler=scheduler, max_epochs=4,
+                               validate_every_n_epochs=2)
+    trainer.fit(train, val)
+    assert len(scheduler.values) == 2 and scheduler.values == trainer.history["val_loss"].values
     trainer = dl.train.Trainer(model, optim.SGD(model.parameters(), lr=0.1),
                                nn.CrossEntropyLoss(), scheduler=Plateau(), max_epochs=1)
-    with pytest.raises(KeyError, match="steps on 'val_loss', which this epoch did not log "
-                                       r"\(it logged loss, lr\)"):
+    with pytest.raises(ValueError, match="scheduler Plateau: monitors 'val_loss', a validation "
+                                         r"value, but fit\(\) got no val_data"):
         trainer.fit(train)
+    assert "loss" not in trainer.history  # refused before the first batch
     with pytest.raises(ValueError, match="needs a monitored value.*scheduler_interval='epoch'"):
         dl.train.Trainer(model, optim.SGD(model.parameters(), lr=0.1), scheduler=Plateau(),
                          scheduler_interval="step")

@@ -81,8 +81,8 @@ def test_best_score_survives_a_resumed_run(mlp, loaders, tmp_path):
 
 def test_mistakes_are_explained(mlp, loaders, tmp_path):
     train, _ = loaders()
-    with pytest.raises(KeyError, match="monitor 'val_loss' is not logged; the epoch logged "
-                                       "loss, lr"):
+    with pytest.raises(ValueError, match="ModelCheckpoint: monitors 'val_loss', a validation "
+                                         r"value, but fit\(\) got no val_data"):
         _trainer(mlp, [ModelCheckpoint(tmp_path)]).fit(train)
     with pytest.raises(ValueError, match="give dirpath=, or a Trainer checkpoint_dir or run_dir"):
         _trainer(mlp, [ModelCheckpoint()]).fit(train)

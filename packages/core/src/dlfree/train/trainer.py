@@ -25,6 +25,7 @@ from .checkpoint import (
 )
 from .events import Events
 from .history import History
+from .monitor import monitored_value, require_validation
 from .settings import (
     count,
     data_length,
@@ -74,6 +75,10 @@ class Trainer:
       `scheduler_monitor` (by default "val_loss").
     - `metrics` (dict name -> metric, or a list named after their classes) are computed on
       `val_data` every `validate_every_n_epochs` epochs and on the last, as "val_<name>".
+      `trainer.validates` says whether the current `fit` has `val_data`, and
+      `trainer.epoch_validated` whether the epoch now ending ran it. A callback or scheduler
+      that watches a "val_" value makes `fit` raise at the start when there is no
+      `val_data`, and skips the epochs that do not validate.
     - The History (`trainer.history`) records per epoch "loss" (the mean batch loss), "lr"
       (of the first param group), "val_loss" and "val_<metric>"; per optimizer step
       "step_loss" and "step_lr". `trainer.timings` holds the seconds spent per phase
@@ -183,6 +188,10 @@ class Trainer:
             raise ValueError("Trainer.fit: give max_epochs or max_steps (or both) to say when "
                              "training ends")
         self._train_data = train_data
+        self.validates, self.epoch_validated = val_data is not None, False
+        if self._scheduler_wants_value:
+            require_validation(f"Trainer: the scheduler {type(self.scheduler).__name__}",
+                               self.scheduler_monitor, self)
         self.should_stop = self.interrupted = False
         self._sigint_pending = False
         self.state.steps_per_epoch = data_length(train_data)
@@ -352,8 +361,9 @@ class Trainer:
             logs["lr"] = lr
         finishing = self.should_stop or self._step_limit_reached() or \
             (self.max_epochs is not None and epoch + 1 >= self.max_epochs)
-        if val_data is not None and \
-                ((epoch + 1) % self.validate_every_n_epochs == 0 or finishing):
+        self.epoch_validated = val_data is not None and \
+            ((epoch + 1) % self.validate_every_n_epochs == 0 or finishing)
+        if self.epoch_validated:
             started = time.perf_counter()
             metrics = self._evaluate(val_data, prefix="val_")
             self._time("validation", started)
@@ -382,12 +392,10 @@ class Trainer:
         if not self._scheduler_wants_value:
             self.scheduler.step()
             return
-        if self.scheduler_monitor not in logs:
-            raise KeyError(f"Trainer: the scheduler {type(self.scheduler).__name__} steps on "
-                           f"{self.scheduler_monitor!r}, which this epoch did not log (it logged"
-                           f" {', '.join(logs) or 'nothing'}); set scheduler_monitor, or give "
-                           "val_data")
-        self.scheduler.step(logs[self.scheduler_monitor])
+        value = monitored_value(f"Trainer: the scheduler {type(self.scheduler).__name__}",
+                                self.scheduler_monitor, logs, self)
+        if value is not None:  # (None: an epoch that did not validate)
+            self.scheduler.step(value)
 
     # ------------------------------------------------------------------ evaluation
     def _loss(self, batch, required: bool = True):

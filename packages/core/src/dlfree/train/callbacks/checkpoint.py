@@ -9,7 +9,7 @@ import re
 from pathlib import Path
 
 from ...io import save
-from .early_stopping import monitored_value
+from ..monitor import monitored_value, require_validation
 
 _NUMBERED = re.compile(r"^epoch-(\d+)\.safetensors$")
 
@@ -62,6 +62,8 @@ class ModelCheckpoint:
         if self.dirpath is None:
             raise ValueError("ModelCheckpoint: give dirpath=, or a Trainer checkpoint_dir or "
                              "run_dir, to say where the model files go")
+        if self.monitor is not None:
+            require_validation("ModelCheckpoint", self.monitor, trainer)
         self.dirpath.mkdir(parents=True, exist_ok=True)
 
     def dlfree_train_epoch_end(self, trainer, epoch, logs) -> None:
@@ -79,12 +81,7 @@ class ModelCheckpoint:
                 path.unlink(missing_ok=True)
 
     def _check_best(self, trainer, epoch: int, logs: dict) -> None:
-        value = monitored_value("ModelCheckpoint", self.monitor, logs)
-        if value is None and self.monitor not in trainer.history and \
-                epoch + 1 >= trainer.validate_every_n_epochs:
-            raise KeyError(f"ModelCheckpoint: monitor {self.monitor!r} is not logged; the epoch "
-                           f"logged {', '.join(logs) or 'nothing'} (validation metrics need "
-                           "val_data)")
+        value = monitored_value("ModelCheckpoint", self.monitor, logs, trainer)
         if value is None or math.isnan(value):  # an epoch without validation, or no number
             return
         best = self.best_score

@@ -9,31 +9,7 @@ import numbers
 
 from ...hookspecs import hookimpl
 from ...tensor import Tensor
-
-MODES = ("min", "max")
-
-
-def check_monitor(owner: str, monitor, mode) -> None:
-    """Validate the `monitor` and `mode` arguments every metric-watching callback takes."""
-    if not isinstance(monitor, str) or not monitor:
-        raise TypeError(f"{owner}: monitor must be the name of a logged value (such as "
-                        f"'val_loss'), got {monitor!r}")
-    if mode not in MODES:
-        raise ValueError(f"{owner}: mode must be 'min' (lower is better) or 'max' (higher is "
-                         f"better), got {mode!r}")
-
-
-def monitored_value(owner: str, monitor: str, logs: dict) -> float | None:
-    """The epoch's value of `monitor`, or None for an epoch that did not validate when a
-    validation value is monitored; a name the epoch should have logged but did not is an
-    error naming what it did log."""
-    if monitor in logs:
-        return float(logs[monitor])
-    validated = any(name.startswith("val_") for name in logs)
-    if monitor.startswith("val_") and not validated:
-        return None
-    raise KeyError(f"{owner}: the monitored value {monitor!r} was not logged; the epoch logged "
-                   f"{', '.join(logs) or 'nothing'} (validation values need val_data)")
+from ..monitor import check_monitor, monitored_value, require_validation
 
 
 class EarlyStopping:
@@ -80,8 +56,12 @@ class EarlyStopping:
         return value > self.best + self.min_delta
 
     @hookimpl
+    def dlfree_train_start(self, trainer):
+        require_validation("EarlyStopping", self.monitor, trainer)
+
+    @hookimpl
     def dlfree_train_epoch_end(self, trainer, epoch, logs):
-        value = monitored_value("EarlyStopping", self.monitor, logs)
+        value = monitored_value("EarlyStopping", self.monitor, logs, trainer)
         if value is None:
             return
         if self.improves(value):

@@ -7,7 +7,7 @@ import math
 import numbers
 
 from ...hookspecs import hookimpl
-from .early_stopping import check_monitor, monitored_value
+from ..monitor import check_monitor, monitored_value, require_validation
 
 
 def group_lrs(optimizer) -> list[float | None]:
@@ -127,10 +127,11 @@ class ReduceOnStall:
             raise TypeError(f"ReduceOnStall: the Trainer's optimizer "
                             f"({type(trainer.optimizer).__name__}) has no param_groups whose "
                             "lr it could lower")
+        require_validation("ReduceOnStall", self.monitor, trainer)
 
     @hookimpl
     def dlfree_train_epoch_end(self, trainer, epoch, logs):
-        if monitored_value("ReduceOnStall", self.monitor, logs) is None:
+        if monitored_value("ReduceOnStall", self.monitor, logs, trainer) is None:
             return
         series = trainer.history[self.monitor]
         if len(series) - self._values_at_decay < self.patience or \
