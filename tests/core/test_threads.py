@@ -175,7 +175,9 @@ print(json.dumps(os.waitstatus_to_exitcode(status)))
     assert _fresh(code) == 0
 
 
-def test_chunks_that_multiply_run_openblas_on_one_thread_each(two_threads):
+@pytest.fixture
+def openblas_get():
+    """OpenBLAS's get_num_threads, with its thread count at 2 during the test."""
     from dlfree.backends import openblas
 
     if not openblas.api():
@@ -183,34 +185,28 @@ def test_chunks_that_multiply_run_openblas_on_one_thread_each(two_threads):
     get, set_ = openblas.api()
     before = get()
     set_(2)
-    try:
-        seen = []
-        threads.parallel_for(2, lambda lo, hi: seen.append(get()), products=True)
-        assert seen == [1, 1] and get() == 2
-        threads.parallel_for(2, lambda lo, hi: seen.append(get()))  # no products: untouched
-        assert seen[2:] == [2, 2]
-    finally:
-        set_(before)
+    yield get
+    set_(before)
 
 
-def test_overlapping_regions_restore_openblas_once_the_last_ends():
+def test_chunks_that_multiply_run_openblas_on_one_thread_each(two_threads, openblas_get):
+    seen = []
+    threads.parallel_for(2, lambda lo, hi: seen.append(openblas_get()), products=True)
+    assert seen == [1, 1] and openblas_get() == 2
+    threads.parallel_for(2, lambda lo, hi: seen.append(openblas_get()))  # no products
+    assert seen[2:] == [2, 2]
+
+
+def test_overlapping_regions_restore_openblas_once_the_last_ends(openblas_get):
     from dlfree.backends import openblas
 
-    if not openblas.api():
-        pytest.skip("NumPy's OpenBLAS cannot be reached here (not Linux, or another BLAS)")
-    get, set_ = openblas.api()
-    before = get()
-    set_(2)
-    try:
-        first, second = openblas.one_thread_each(), openblas.one_thread_each()
-        first.__enter__()
-        second.__enter__()
-        first.__exit__(None, None, None)
-        assert get() == 1  # the second region still runs
-        second.__exit__(None, None, None)
-        assert get() == 2
-    finally:
-        set_(before)
+    first, second = openblas.one_thread_each(), openblas.one_thread_each()
+    first.__enter__()
+    second.__enter__()
+    first.__exit__(None, None, None)
+    assert openblas_get() == 1  # the second region still runs
+    second.__exit__(None, None, None)
+    assert openblas_get() == 2
 
 
 def test_a_pool_shut_down_meanwhile_runs_the_chunks_inline(two_threads):
