@@ -27,13 +27,13 @@ class Attention(Function):
     the kept-and-rescaled mask applied to the attention weights, and `groups` how many
     query heads share one key/value head. Rows masked out entirely give zeros, as in torch.
 
-    Forward runs over blocks of the first batch dim holding about _BLOCK_BYTES of scores
-    each (`_batch_blocks`), so that the scores stay in cache from the product with K
-    through the softmax to the product with V; the blocks are independent and go to the
+    On the CPU, forward runs over blocks of the first batch dim holding about _BLOCK_BYTES
+    of scores each (`_batch_blocks`), so that the scores stay in cache from the product with
+    K through the softmax to the product with V; the blocks are independent and go to the
     intra-op threads (dlfree.threads). Within a block, K is transposed and scaled once
-    (`_scaled_operands`), a bool mask over keys alone (padding) lets the block skip the
-    keys after the last one it may see, and without grad or dropout the rows are divided
-    by their sums after the product with V rather than before.
+    (`_scaled_operands`), a bool mask over keys alone (padding) lets the block skip the keys
+    after the last one it may see, and without grad or dropout the rows are divided by their
+    sums after the product with V rather than before.
 
     Under a causal mask the first half of the query rows sees only the first half of the
     keys, so each half is computed over the keys it can see (a quarter less work). Backward
@@ -66,10 +66,13 @@ class Attention(Function):
         late = not keep and dropout is None
         probs = [xp.empty(score_batch + (_length(rows, q.shape[-2]), keys), q.dtype)
                  for rows, keys in spans] if keep else None
-        blocks = _batch_blocks(batch, score_batch, q.shape[-2] * k.shape[-2] * q.itemsize)
+        # on a GPU one block, without the host round trip that finding the seen keys takes
+        on_cpu = self.device.type == "cpu"
+        blocks = _batch_blocks(batch, score_batch, q.shape[-2] * k.shape[-2] * q.itemsize) \
+            if on_cpu else [(None, None)]
         # a bool mask over keys alone (padding): each block skips the keys after the last
         # one it may see, whose weights are exactly 0 (attention over unpadded lengths)
-        key_mask = bias is not None and not causal and bias.shape[-2] == 1
+        key_mask = on_cpu and bias is not None and not causal and bias.shape[-2] == 1
         dead = []
 
         def compute(first: int, last: int) -> None:
