@@ -10,6 +10,7 @@ import json
 import math
 import os
 import re
+import select
 from html.parser import HTMLParser
 from types import SimpleNamespace
 
@@ -618,6 +619,26 @@ def test_progress_bar_shows_loss_rate_eta_and_epochs(tmp_path):
                              text), (n, shown, text)
     assert "4/4" in text and "val_loss=0.375" in text and "lr=0.1" in text
     assert f"loss={sum(losses[1]) / 4:.4g}, lr=0.1, val_loss=0.375]" in text
+
+
+@pytest.mark.skipif(not hasattr(os, "openpty"), reason="needs a pseudo-terminal")
+def test_progress_bar_on_a_terminal_that_reports_no_width(tmp_path):
+    """A fresh pseudo-terminal reports 0 columns, as some CI terminals do: the bar takes
+    the width it needs rather than drawing empty lines."""
+    leader, follower = os.openpty()
+    assert os.get_terminal_size(follower).columns == 0
+    shown = b""
+    with os.fdopen(follower, "w") as terminal:
+        drive(fake_trainer(tmp_path, epochs=1, steps_per_epoch=3),
+              [ProgressBar(file=terminal, refresh_interval=0)], [([0.5, 0.25, 0.75], None)])
+        terminal.flush()
+        while select.select([leader], [], [], 0.5)[0]:  # read while the terminal is open
+            shown += os.read(leader, 65536)
+    os.close(leader)
+    lines = [line.strip() for line in shown.decode().replace("\r", "\n").split("\n")]
+    drawn = [line for line in lines if line]
+    assert drawn and all(line.startswith("epoch 1/1") for line in drawn), lines
+    assert any("3/3" in line and "loss=0.5" in line for line in drawn), drawn
 
 
 def test_progress_lines_without_a_terminal(tmp_path):

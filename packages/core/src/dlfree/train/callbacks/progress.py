@@ -3,7 +3,9 @@ terminal or as one line per epoch elsewhere."""
 
 from __future__ import annotations
 
+import io
 import numbers
+import os
 import sys
 import time
 
@@ -81,6 +83,15 @@ class ProgressBar:
         isatty = getattr(self._stream(), "isatty", None)
         return bool(callable(isatty) and isatty())
 
+    def _width_known(self) -> bool:
+        """Whether the stream is a terminal that reports its width: the bar then follows it.
+        Elsewhere the bar takes the width it needs; a terminal reporting 0 columns (some
+        containers and CI terminals do) would otherwise get empty lines."""
+        try:
+            return os.get_terminal_size(self._stream().fileno()).columns > 0
+        except (AttributeError, OSError, ValueError, io.UnsupportedOperation):
+            return False
+
     @staticmethod
     def _label(trainer, epoch: int) -> str:
         epochs = trainer.state.epochs
@@ -98,7 +109,8 @@ class ProgressBar:
             self._bar = tqdm(total=trainer.state.steps_per_epoch,
                              initial=trainer.state.batch_index, desc=self._label(trainer, epoch),
                              unit="it", file=self._stream(), leave=True,
-                             mininterval=self.refresh_interval, dynamic_ncols=True)
+                             mininterval=self.refresh_interval,
+                             dynamic_ncols=self._width_known())
 
     @hookimpl
     def dlfree_train_batch_end(self, trainer, loss):
