@@ -47,7 +47,7 @@ def to_float32(*tensors):
 
 
 def _cast_all(tensors: tuple, target):
-    if STATE.quiet:  # backward: each op runs in the dtype its forward chose, as in torch
+    if STATE.backward:  # each op runs in the dtype its forward chose, as in torch
         return tensors[0] if len(tensors) == 1 else tensors
     cast = tuple([_cast(t, target) for t in tensors])
     return cast[0] if len(cast) == 1 else cast

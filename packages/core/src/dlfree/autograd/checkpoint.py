@@ -193,16 +193,16 @@ class _Block:
 
     def _recompute(self, linked: bool) -> tuple:
         """`call` again as in the forward: recording, same random numbers and autocast."""
-        outer = STATE.enabled, STATE.quiet
+        outer = STATE.enabled, STATE.quiet, STATE.backward
         now = get_rng_state() if self.rng is not None else None
-        STATE.enabled, STATE.quiet = True, False
+        STATE.enabled, STATE.quiet, STATE.backward = True, False, False
         try:
             if self.rng is not None:
                 set_rng_state(self.rng)
             with autocast_state.restored(self.autocast):
                 return self.call(linked)
         finally:
-            STATE.enabled, STATE.quiet = outer
+            STATE.enabled, STATE.quiet, STATE.backward = outer
             if now is not None:
                 set_rng_state(now)
 

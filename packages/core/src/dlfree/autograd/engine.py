@@ -113,9 +113,9 @@ def run_backward(outputs, grad_outputs, retain_graph, create_graph, inputs=None,
         order = _leading_to(order, targets)
     anomaly = STATE.anomaly
     profiler = PROFILING.hook
-    prev_mode, prev_quiet = STATE.enabled, STATE.quiet
+    prev_mode, prev_quiet, prev_backward = STATE.enabled, STATE.quiet, STATE.backward
     STATE.enabled = create_graph
-    STATE.quiet = True
+    STATE.quiet = STATE.backward = True
     quiet = outputs[0]._device.context()
     quiet.__enter__()
     delivered = {id(g._data) for g in root_grads}
@@ -181,7 +181,7 @@ def run_backward(outputs, grad_outputs, retain_graph, create_graph, inputs=None,
                 continue
             _accumulate(leaf, g, create_graph, delivered)
     finally:
-        STATE.enabled, STATE.quiet = prev_mode, prev_quiet
+        STATE.enabled, STATE.quiet, STATE.backward = prev_mode, prev_quiet, prev_backward
         quiet.__exit__(None, None, None)
 
     if targets is None:

@@ -12,6 +12,7 @@ class _State(threading.local):
     enabled = True
     anomaly = False
     quiet = False  # True while floating-point warnings are already silenced (in backward)
+    backward = False  # True while the engine runs backward (autocast leaves dtypes alone)
 
 
 STATE = _State()
