@@ -297,3 +297,73 @@ def test_iterable_datasets_refuse_shuffling_and_samplers():
             DataLoader(Stream(), **kwargs)
     with pytest.raises(ValueError, match="batch_size must be a positive integer"):
         DataLoader(Stream(), batch_size=-2)
+
+
+class Identified(Dataset):
+    """Items that say which worker loaded them (None outside a worker)."""
+
+    def __len__(self):
+        return 40
+
+    def __getitem__(self, i):
+        info = dl.data.get_worker_info()
+        time.sleep(0.002)  # long enough for every worker to take some items
+        return i, -1 if info is None else info.id, 0 if info is None else info.num_workers
+
+
+def test_worker_init_fn_and_worker_info_per_worker_thread():
+    started, lock = [], threading.Lock()
+
+    def init(worker_id):
+        info = dl.data.get_worker_info()
+        with lock:
+            started.append((worker_id, info.id, info.num_workers, threading.current_thread().name))
+
+    dataset = Identified()
+    loader = DataLoader(dataset, batch_size=4, num_workers=3, worker_init_fn=init)
+    seen = [tuple(int(v) for v in row) for batch in loader for row in zip(*batch)]
+    assert [s[0] for s in seen] == list(range(40))  # in order, as without workers
+    assert {s[1] for s in seen} == {0, 1, 2} and {s[2] for s in seen} == {3}
+    assert sorted(s[:3] for s in started) == [(0, 0, 3), (1, 1, 3), (2, 2, 3)]
+    assert all(s[3].startswith(THREAD_PREFIX) for s in started)
+    assert dl.data.get_worker_info() is None  # the main thread is no worker
+    serial = [tuple(int(v) for v in row) for batch in DataLoader(dataset, batch_size=4)
+              for row in zip(*batch)]
+    assert {s[1:] for s in serial} == {(-1, 0)}
+
+
+class Sharded(IterableDataset):
+    """Shards by worker, as torch code does: with one reader thread it reads everything."""
+
+    def __iter__(self):
+        info = dl.data.get_worker_info()
+        shard, shards = (0, 1) if info is None else (info.id, info.num_workers)
+        return iter(range(shard, 12, shards))
+
+
+def test_a_stream_that_shards_by_worker_is_read_whole():
+    loader = DataLoader(Sharded(), batch_size=5, num_workers=4)
+    assert [b.tolist() for b in loader] == [[0, 1, 2, 3, 4], [5, 6, 7, 8, 9], [10, 11]]
+
+
+def test_timeout_bounds_the_wait_for_a_batch():
+    loader = DataLoader(Records(8, delay=0.3), batch_size=4, num_workers=1, timeout=0.05)
+    with pytest.raises(TimeoutError, match=r"batch 0 of this epoch was not loaded within "
+                                           r"timeout=0\.05 s"):
+        next(iter(loader))
+    for thread in worker_threads():  # the stuck load ends on its own
+        thread.join(timeout=10)
+    fast = DataLoader(Records(8), batch_size=4, num_workers=2, timeout=5)
+    assert [b["y"].tolist() for b in fast] == [[0, 1, 2, 3], [4, 5, 6, 7]]
+
+
+@pytest.mark.parametrize("kwargs, error, match", [
+    ({"timeout": -1, "num_workers": 1}, ValueError, "timeout must be a number of seconds >= 0"),
+    ({"timeout": float("nan"), "num_workers": 1}, ValueError, "timeout must be a number"),
+    ({"timeout": True, "num_workers": 1}, ValueError, "timeout must be a number"),
+    ({"timeout": 2}, ValueError, "timeout applies to worker threads; set num_workers > 0"),
+    ({"worker_init_fn": 3}, TypeError, "worker_init_fn must be callable"),
+])
+def test_timeout_and_worker_init_fn_arguments_are_checked(kwargs, error, match):
+    with pytest.raises(error, match=match):
+        DataLoader(Records(), **kwargs)

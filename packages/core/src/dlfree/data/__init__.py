@@ -5,6 +5,7 @@ from . import datasets
 from .collate import default_collate, default_convert
 from .dataset import ConcatDataset, Dataset, IterableDataset, Subset, TensorDataset, random_split
 from .loader import DataLoader
+from .prefetch import WorkerInfo, get_worker_info
 from .sampler import (
     BatchSampler,
     DistributedSampler,
@@ -16,5 +17,5 @@ from .sampler import (
 
 __all__ = ["BatchSampler", "ConcatDataset", "DataLoader", "Dataset", "DistributedSampler",
            "IterableDataset", "RandomSampler", "Sampler", "SequentialSampler", "Subset",
-           "TensorDataset", "WeightedRandomSampler", "datasets", "default_collate",
-           "default_convert", "random_split"]
+           "TensorDataset", "WeightedRandomSampler", "WorkerInfo", "datasets",
+           "default_collate", "default_convert", "get_worker_info", "random_split"]

@@ -37,7 +37,10 @@ class DataLoader:
       the same number of batches buffered. Threads rather than processes: NumPy releases the
       GIL while copying, the dataset is never pickled, and CuPy works in threads. A dataset
       that draws random numbers per item should seed them from the index, since worker
-      threads run items in no fixed order.
+      threads run items in no fixed order. `worker_init_fn(id)` runs at the start of each
+      worker thread of an epoch, where `dlfree.data.get_worker_info()` tells the worker's id
+      and count (None outside workers); `timeout` (seconds, 0: no limit) bounds the wait for
+      a batch, raising TimeoutError.
     - `device=` places every tensor of a batch on that device (after collation, in the
       worker when there are workers).
     - `pin_memory` is accepted for compatibility and ignored: batches are copied to the
@@ -47,8 +50,9 @@ class DataLoader:
 
     def __init__(self, dataset, batch_size: int | None = 1, shuffle: bool = False,
                  sampler=None, batch_sampler=None, num_workers: int = 0, collate_fn=None,
-                 pin_memory: bool = False, drop_last: bool = False, *,
-                 generator: Generator | None = None, prefetch_factor: int = 2, device=None):
+                 pin_memory: bool = False, drop_last: bool = False, timeout: float = 0,
+                 worker_init_fn=None, *, generator: Generator | None = None,
+                 prefetch_factor: int = 2, device=None):
         if not isinstance(shuffle, bool):
             raise ValueError(f"DataLoader: shuffle must be True or False, got {shuffle!r}")
         if not isinstance(num_workers, numbers.Integral) or num_workers < 0:
@@ -57,6 +61,16 @@ class DataLoader:
         if not isinstance(prefetch_factor, numbers.Integral) or prefetch_factor < 1:
             raise ValueError(f"DataLoader: prefetch_factor must be a positive integer, got "
                              f"{prefetch_factor!r}")
+        if isinstance(timeout, bool) or not isinstance(timeout, numbers.Real) or \
+                not timeout >= 0:
+            raise ValueError(f"DataLoader: timeout must be a number of seconds >= 0 (0: wait "
+                             f"as long as it takes), got {timeout!r}")
+        if timeout and not num_workers:
+            raise ValueError("DataLoader: timeout applies to worker threads; set "
+                             "num_workers > 0, or leave timeout at 0")
+        if worker_init_fn is not None and not callable(worker_init_fn):
+            raise TypeError(f"DataLoader: worker_init_fn must be callable (it gets the worker's "
+                            f"id), got {worker_init_fn!r}")
         iterable = isinstance(dataset, IterableDataset)
         if iterable and (shuffle or sampler is not None or batch_sampler is not None):
             raise ValueError("DataLoader: an IterableDataset sets its own order; shuffle, "
@@ -89,6 +103,8 @@ class DataLoader:
         self.prefetch_factor = int(prefetch_factor)
         self.generator = generator
         self.pin_memory = pin_memory
+        self.timeout = float(timeout)
+        self.worker_init_fn = worker_init_fn
         self.device = Device(device) if device is not None else None
         self._batched = batch_sampler is not None or (iterable and batch_size is not None)
         self.collate_fn = collate_fn or (default_collate if self._batched else default_convert)
@@ -114,6 +130,11 @@ class DataLoader:
         else:
             batch = self.collate_fn(self.dataset[indices])
         return self._place(batch)
+
+    def _prefetcher(self, tasks, threads: int) -> Prefetcher:
+        return Prefetcher(tasks, threads, self.prefetch_factor * self.num_workers,
+                          dataset=self.dataset, worker_init_fn=self.worker_init_fn,
+                          timeout=self.timeout or None)
 
     def _index_batches(self, epoch_id: int, skip: int):
         """The sampler's batches of indices for one epoch, the first `skip` left out. The pass
@@ -232,14 +253,12 @@ class _EpochIterator:
             if loader.num_workers:
                 # A stream yields in order, so one thread reads it; tasks pull the next batch.
                 task = functools.partial(next, batches, _END)
-                batches = Prefetcher(itertools.repeat(task), 1,
-                                     loader.prefetch_factor * loader.num_workers)
+                batches = loader._prefetcher(itertools.repeat(task), 1)
         else:
             indices = loader._index_batches(self._epoch_id, skip)
             if loader.num_workers:
                 tasks = (functools.partial(loader._load, ix) for ix in indices)
-                batches = Prefetcher(tasks, loader.num_workers,
-                                     loader.prefetch_factor * loader.num_workers)
+                batches = loader._prefetcher(tasks, loader.num_workers)
             else:
                 batches = map(loader._load, indices)
         self._batches = batches

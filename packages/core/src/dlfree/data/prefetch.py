@@ -9,29 +9,66 @@ and GPU arrays can be made in any thread, while CUDA does not survive a fork.
 from __future__ import annotations
 
 import collections
+import concurrent.futures
 import itertools
+import threading
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
+from typing import NamedTuple
 
 THREAD_PREFIX = "dlfree-data"
+
+
+class WorkerInfo(NamedTuple):
+    """What `get_worker_info()` tells code running in a DataLoader worker thread."""
+
+    id: int  # 0 .. num_workers - 1
+    num_workers: int  # the threads loading this epoch's batches (1 for an iterable dataset)
+    dataset: object
+
+
+_CURRENT = threading.local()
+
+
+def get_worker_info() -> WorkerInfo | None:
+    """In a DataLoader worker thread, its WorkerInfo; None elsewhere (the main thread, or
+    `num_workers=0`), as torch.utils.data.get_worker_info. An iterable dataset is read by a
+    single thread, so code that shards a stream by worker reads all of it."""
+    return getattr(_CURRENT, "info", None)
 
 
 class Prefetcher:
     """Runs `tasks` (callables) on `workers` threads, at most `depth` ahead of the consumer,
     and yields their results in the order of the tasks.
 
-    A task's exception is raised in the consumer's thread with the worker's traceback;
-    `close()` (also run when the results run out or on an error) cancels what has not
-    started, waits for what has, and ends the threads.
+    Each thread, when it starts, gets its WorkerInfo (`get_worker_info`) for `dataset` and
+    calls `worker_init_fn(id)` when given. A task's exception is raised in the consumer's
+    thread with the worker's traceback; a result not ready within `timeout` seconds (when
+    given) raises TimeoutError and stops waiting for the threads (a thread cannot be
+    stopped: a stuck one ends when its task does); `close()` (also run when the results run
+    out or on an error) cancels what has not started, waits for what has, and ends the
+    threads.
     """
 
-    def __init__(self, tasks: Iterator[Callable[[], object]], workers: int, depth: int):
+    def __init__(self, tasks: Iterator[Callable[[], object]], workers: int, depth: int, *,
+                 dataset=None, worker_init_fn: Callable[[int], object] | None = None,
+                 timeout: float | None = None):
         self._pool: ThreadPoolExecutor | None = None
         self._tasks = tasks
         self._depth = depth
+        self._timeout = timeout
         self._pending: collections.deque = collections.deque()
         self._submitted = 0
-        self._pool = ThreadPoolExecutor(workers, thread_name_prefix=THREAD_PREFIX)
+        ids = itertools.count()  # next() on a count is atomic under the GIL
+
+        def start_worker() -> None:
+            worker_id = next(ids)
+            _CURRENT.info = WorkerInfo(worker_id, workers, dataset)
+            if worker_init_fn is not None:
+                worker_init_fn(worker_id)
+
+        self._pool = ThreadPoolExecutor(workers, thread_name_prefix=THREAD_PREFIX,
+                                        initializer=start_worker)
         self._fill()
 
     def _fill(self) -> None:
@@ -52,7 +89,11 @@ class Prefetcher:
             raise StopIteration
         number, future = self._pending.popleft()
         try:
-            result = future.result()
+            result = future.result(self._timeout)
+        except concurrent.futures.TimeoutError:
+            self.close(wait=False)  # a thread cannot be stopped: it ends with its task
+            raise TimeoutError(f"DataLoader: batch {number} of this epoch was not loaded "
+                               f"within timeout={self._timeout} s") from None
         except BaseException as e:
             self.close()
             if hasattr(e, "add_note"):
@@ -62,12 +103,13 @@ class Prefetcher:
         self._fill()
         return result
 
-    def close(self) -> None:
-        """Stop the workers: cancel queued tasks, wait for running ones, join the threads."""
+    def close(self, wait: bool = True) -> None:
+        """Stop the workers: cancel queued tasks, wait for running ones (unless not `wait`),
+        join the threads."""
         pool, self._pool = self._pool, None
         if pool is not None:
             self._pending.clear()
-            pool.shutdown(wait=True, cancel_futures=True)
+            pool.shutdown(wait=wait, cancel_futures=True)
 
     def __del__(self):
         self.close()
