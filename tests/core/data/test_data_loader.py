@@ -4,6 +4,8 @@ clean shutdown, device placement and argument checks."""
 
 from __future__ import annotations
 
+import multiprocessing
+import os
 import threading
 import time
 import traceback
@@ -367,3 +369,65 @@ def test_timeout_bounds_the_wait_for_a_batch():
 def test_timeout_and_worker_init_fn_arguments_are_checked(kwargs, error, match):
     with pytest.raises(error, match=match):
         DataLoader(Records(), **kwargs)
+
+
+# ----------------------------------------------------------------- worker processes
+class WhereLoaded(Dataset):
+    """Items (index, pid, worker id) with the seed worker_init_fn set in the worker."""
+
+    def __len__(self):
+        return 24
+
+    def __getitem__(self, i):
+        if i == 13 and os.environ.get("DLFREE_TEST_BREAK_ITEM") == "13":
+            raise KeyError("record 13 is damaged")
+        info = dl.data.get_worker_info()
+        return {"i": i, "pid": os.getpid(), "worker": -1 if info is None else info.id,
+                "seeded": SEEDED.get("id", -1)}
+
+
+SEEDED: dict = {}
+
+
+def remember_worker(worker_id):
+    SEEDED["id"] = worker_id
+
+
+@pytest.mark.parametrize("method", ["spawn", "forkserver"])
+def test_worker_processes_load_the_same_batches(method):
+    if method not in multiprocessing.get_all_start_methods():
+        pytest.skip(f"no {method} start method here")
+    loader = DataLoader(WhereLoaded(), batch_size=5, num_workers=2, worker_init_fn=remember_worker,
+                        multiprocessing_context=method, device="cpu")
+    batches = list(loader)
+    assert [b["i"].tolist() for b in batches] == [b["i"].tolist() for b in
+                                                  DataLoader(WhereLoaded(), batch_size=5)]
+    pids = {p for b in batches for p in b["pid"].tolist()}
+    assert os.getpid() not in pids and 1 <= len(pids) <= 2
+    workers = [w for b in batches for w in b["worker"].tolist()]
+    assert set(workers) <= {0, 1} and workers == [s for b in batches for s in b["seeded"].tolist()]
+    assert SEEDED == {}  # worker_init_fn ran in the workers, not here
+
+
+def test_an_error_in_a_worker_process_is_raised_here(monkeypatch):
+    monkeypatch.setenv("DLFREE_TEST_BREAK_ITEM", "13")
+    loader = DataLoader(WhereLoaded(), batch_size=5, num_workers=2, multiprocessing_context="spawn")
+    with pytest.raises(KeyError, match="record 13 is damaged") as raised:
+        list(loader)
+    assert "DataLoader worker process, loading batch 2" in "".join(raised.value.__notes__)
+
+
+@pytest.mark.parametrize("kwargs, error, match", [
+    ({"multiprocessing_context": "teleport", "num_workers": 1}, ValueError,
+     "'teleport' is not a start method here; valid: "),
+    ({"multiprocessing_context": 3, "num_workers": 1}, TypeError,
+     "a start method's name or a multiprocessing context"),
+    ({"multiprocessing_context": "spawn"}, ValueError, "set num_workers > 0 as well"),
+    ({"multiprocessing_context": "spawn", "num_workers": 1, "collate_fn": lambda b: b},
+     ValueError, "collate_fn and worker_init_fn go to the worker processes and must pickle"),
+])
+def test_worker_process_arguments_are_checked(kwargs, error, match):
+    with pytest.raises(error, match=match):
+        DataLoader(WhereLoaded(), **kwargs)
+    with pytest.raises(ValueError, match="multiprocessing_context is for map-style datasets"):
+        DataLoader(Unsized(), num_workers=1, multiprocessing_context="spawn")

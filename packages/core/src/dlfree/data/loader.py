@@ -4,10 +4,11 @@ threads, placed on a device, and resumable in the middle of an epoch."""
 from __future__ import annotations
 
 import collections.abc
-import functools
 import itertools
 import math
+import multiprocessing
 import numbers
+import pickle
 
 from ..device import Device
 from ..random import Generator
@@ -40,7 +41,10 @@ class DataLoader:
       threads run items in no fixed order. `worker_init_fn(id)` runs at the start of each
       worker thread of an epoch, where `dlfree.data.get_worker_info()` tells the worker's id
       and count (None outside workers); `timeout` (seconds, 0: no limit) bounds the wait for
-      a batch, raising TimeoutError.
+      a batch, raising TimeoutError. With `multiprocessing_context` (a start method's name,
+      such as "spawn", or a context) the workers of a map-style dataset are processes
+      instead, for items whose loading is mostly Python; the dataset, collate_fn and
+      worker_init_fn must then pickle, and `device=` placement happens in this process.
     - `device=` places every tensor of a batch on that device (after collation, in the
       worker when there are workers).
     - `pin_memory` is accepted for compatibility and ignored: batches are copied to the
@@ -51,8 +55,8 @@ class DataLoader:
     def __init__(self, dataset, batch_size: int | None = 1, shuffle: bool = False,
                  sampler=None, batch_sampler=None, num_workers: int = 0, collate_fn=None,
                  pin_memory: bool = False, drop_last: bool = False, timeout: float = 0,
-                 worker_init_fn=None, *, generator: Generator | None = None,
-                 prefetch_factor: int = 2, device=None):
+                 worker_init_fn=None, multiprocessing_context=None, *,
+                 generator: Generator | None = None, prefetch_factor: int = 2, device=None):
         if not isinstance(shuffle, bool):
             raise ValueError(f"DataLoader: shuffle must be True or False, got {shuffle!r}")
         if not isinstance(num_workers, numbers.Integral) or num_workers < 0:
@@ -72,6 +76,7 @@ class DataLoader:
             raise TypeError(f"DataLoader: worker_init_fn must be callable (it gets the worker's "
                             f"id), got {worker_init_fn!r}")
         iterable = isinstance(dataset, IterableDataset)
+        context = _process_context(multiprocessing_context, iterable, num_workers)
         if iterable and (shuffle or sampler is not None or batch_sampler is not None):
             raise ValueError("DataLoader: an IterableDataset sets its own order; shuffle, "
                              "sampler and batch_sampler are for map-style datasets")
@@ -105,10 +110,13 @@ class DataLoader:
         self.pin_memory = pin_memory
         self.timeout = float(timeout)
         self.worker_init_fn = worker_init_fn
+        self.multiprocessing_context = context
         self.device = Device(device) if device is not None else None
         self._batched = batch_sampler is not None or (iterable and batch_size is not None)
         self.collate_fn = collate_fn or (default_collate if self._batched else default_convert)
         self._iterable = iterable
+        if context is not None:
+            _check_picklable(self._fetch(), worker_init_fn)
         # Resume bookkeeping (see state_dict): the epoch running, its sampler state and the
         # number of batches it has yielded; or, between epochs, the batches a loaded state
         # says to skip.
@@ -123,18 +131,18 @@ class DataLoader:
     def _index_source(self):
         return self.batch_sampler if self.batch_sampler is not None else self.sampler
 
+    def _fetch(self) -> _Fetch:
+        return _Fetch(self.dataset, self.collate_fn, self._batched)
+
     def _load(self, indices):
         """One batch: fetch the items, collate them, place them."""
-        if self._batched:
-            batch = self.collate_fn([self.dataset[i] for i in indices])
-        else:
-            batch = self.collate_fn(self.dataset[indices])
-        return self._place(batch)
+        return self._place(self._fetch()(indices))
 
-    def _prefetcher(self, tasks, threads: int) -> Prefetcher:
-        return Prefetcher(tasks, threads, self.prefetch_factor * self.num_workers,
+    def _prefetcher(self, job, arguments, workers: int, finish=None) -> Prefetcher:
+        return Prefetcher(job, arguments, workers, self.prefetch_factor * self.num_workers,
                           dataset=self.dataset, worker_init_fn=self.worker_init_fn,
-                          timeout=self.timeout or None)
+                          timeout=self.timeout or None, finish=finish,
+                          context=self.multiprocessing_context if finish else None)
 
     def _index_batches(self, epoch_id: int, skip: int):
         """The sampler's batches of indices for one epoch, the first `skip` left out. The pass
@@ -252,13 +260,16 @@ class _EpochIterator:
             batches = loader._iterable_batches(skip)
             if loader.num_workers:
                 # A stream yields in order, so one thread reads it; tasks pull the next batch.
-                task = functools.partial(next, batches, _END)
-                batches = loader._prefetcher(itertools.repeat(task), 1)
+                stream = batches
+                batches = loader._prefetcher(lambda _: next(stream, _END),
+                                             itertools.repeat(None), 1)
         else:
             indices = loader._index_batches(self._epoch_id, skip)
-            if loader.num_workers:
-                tasks = (functools.partial(loader._load, ix) for ix in indices)
-                batches = loader._prefetcher(tasks, loader.num_workers)
+            if loader.num_workers and loader.multiprocessing_context is not None:
+                batches = loader._prefetcher(loader._fetch(), indices, loader.num_workers,
+                                             finish=loader._place)
+            elif loader.num_workers:
+                batches = loader._prefetcher(loader._load, indices, loader.num_workers)
             else:
                 batches = map(loader._load, indices)
         self._batches = batches
@@ -285,6 +296,52 @@ class _EpochIterator:
 
     def __del__(self):
         self.close()
+
+
+def _process_context(context, iterable: bool, num_workers: int):
+    """The multiprocessing context worker processes start from, or None for threads."""
+    if context is None:
+        return None
+    if iterable:
+        raise ValueError("DataLoader: multiprocessing_context is for map-style datasets; an "
+                         "iterable dataset is read in order by one worker thread")
+    if not num_workers:
+        raise ValueError("DataLoader: multiprocessing_context starts worker processes; set "
+                         "num_workers > 0 as well")
+    if isinstance(context, str):
+        methods = multiprocessing.get_all_start_methods()
+        if context not in methods:
+            raise ValueError(f"DataLoader: multiprocessing_context {context!r} is not a start "
+                             f"method here; valid: {', '.join(methods)}")
+        return multiprocessing.get_context(context)
+    if not hasattr(context, "Process") or not hasattr(context, "Queue"):
+        raise TypeError(f"DataLoader: multiprocessing_context must be a start method's name "
+                        f"or a multiprocessing context, got {context!r}")
+    return context
+
+
+def _check_picklable(fetch: _Fetch, worker_init_fn) -> None:
+    """Worker processes get the dataset, collate_fn and worker_init_fn by pickle: say so at
+    once rather than from a broken pool."""
+    try:
+        pickle.dumps((fetch, worker_init_fn))
+    except Exception as e:
+        raise ValueError(f"DataLoader: with multiprocessing_context, the dataset, collate_fn "
+                         f"and worker_init_fn go to the worker processes and must pickle: "
+                         f"{type(e).__name__}: {e}") from None
+
+
+class _Fetch:
+    """Loads one batch without placing it: the items of `indices` from `dataset`, collated.
+    Picklable when the dataset and collate_fn are, so worker processes get a copy."""
+
+    def __init__(self, dataset, collate_fn, batched: bool):
+        self.dataset, self.collate_fn, self.batched = dataset, collate_fn, batched
+
+    def __call__(self, indices):
+        if self.batched:
+            return self.collate_fn([self.dataset[i] for i in indices])
+        return self.collate_fn(self.dataset[indices])
 
 
 def _length(loader: DataLoader) -> float:

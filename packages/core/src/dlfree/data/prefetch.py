@@ -1,9 +1,11 @@
-"""Background prefetching for the DataLoader: batches load on worker threads while the
-model trains, and come back in order.
+"""Background prefetching for the DataLoader: batches load on worker threads (or, asked
+for, worker processes) while the model trains, and come back in order.
 
-Why threads, not processes: NumPy (and CuPy) release the GIL while they copy and compute,
-so loading overlaps training; the dataset is shared, never pickled into worker processes;
-and GPU arrays can be made in any thread, while CUDA does not survive a fork.
+Why threads by default: NumPy (and CuPy) release the GIL while they copy and compute, so
+loading overlaps training; the dataset is shared, never pickled into worker processes; and
+GPU arrays can be made in any thread, while CUDA does not survive a fork. Processes suit
+items whose loading is mostly Python (decoding, augmentation), which threads would run one
+at a time.
 """
 
 from __future__ import annotations
@@ -13,35 +15,56 @@ import concurrent.futures
 import itertools
 import threading
 from collections.abc import Callable, Iterator
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
 from typing import NamedTuple
 
 THREAD_PREFIX = "dlfree-data"
 
 
 class WorkerInfo(NamedTuple):
-    """What `get_worker_info()` tells code running in a DataLoader worker thread."""
+    """What `get_worker_info()` tells code running in a DataLoader worker."""
 
     id: int  # 0 .. num_workers - 1
-    num_workers: int  # the threads loading this epoch's batches (1 for an iterable dataset)
-    dataset: object
+    num_workers: int  # the workers loading this epoch's batches (1 for an iterable dataset)
+    dataset: object  # in a worker process, its own copy
 
 
 _CURRENT = threading.local()
 
 
 def get_worker_info() -> WorkerInfo | None:
-    """In a DataLoader worker thread, its WorkerInfo; None elsewhere (the main thread, or
+    """In a DataLoader worker, its WorkerInfo; None elsewhere (the main thread, or
     `num_workers=0`), as torch.utils.data.get_worker_info. An iterable dataset is read by a
     single thread, so code that shards a stream by worker reads all of it."""
     return getattr(_CURRENT, "info", None)
 
 
-class Prefetcher:
-    """Runs `tasks` (callables) on `workers` threads, at most `depth` ahead of the consumer,
-    and yields their results in the order of the tasks.
+def _start_worker(worker_id: int, workers: int, dataset, worker_init_fn) -> None:
+    _CURRENT.info = WorkerInfo(worker_id, workers, dataset)
+    if worker_init_fn is not None:
+        worker_init_fn(worker_id)
 
-    Each thread, when it starts, gets its WorkerInfo (`get_worker_info`) for `dataset` and
+
+_JOB = None  # in a worker process: the callable its tasks apply to their arguments
+
+
+def _start_process(ids, workers: int, job, dataset, worker_init_fn) -> None:
+    global _JOB
+    _JOB = job
+    _start_worker(ids.get(), workers, dataset, worker_init_fn)
+
+
+def _run_job(argument):
+    return _JOB(argument)
+
+
+class Prefetcher:
+    """Runs `job` on each of `arguments` on `workers` threads, at most `depth` ahead of the
+    consumer, and yields the results in the order of the arguments. With a multiprocessing
+    `context`, the workers are processes of it, each with a copy of `job` (which must
+    pickle), and `finish` is applied to each result in the consumer's thread.
+
+    Each worker, when it starts, gets its WorkerInfo (`get_worker_info`) for `dataset` and
     calls `worker_init_fn(id)` when given. A task's exception is raised in the consumer's
     thread with the worker's traceback; a result not ready within `timeout` seconds (when
     given) raises TimeoutError and stops waiting for the threads (a thread cannot be
@@ -50,31 +73,37 @@ class Prefetcher:
     threads.
     """
 
-    def __init__(self, tasks: Iterator[Callable[[], object]], workers: int, depth: int, *,
+    def __init__(self, job: Callable, arguments: Iterator, workers: int, depth: int, *,
                  dataset=None, worker_init_fn: Callable[[int], object] | None = None,
-                 timeout: float | None = None):
-        self._pool: ThreadPoolExecutor | None = None
-        self._tasks = tasks
+                 timeout: float | None = None, context=None, finish: Callable | None = None):
+        self._pool: ThreadPoolExecutor | ProcessPoolExecutor | None = None
+        self._arguments = arguments
         self._depth = depth
         self._timeout = timeout
+        self._finish = finish
         self._pending: collections.deque = collections.deque()
         self._submitted = 0
-        ids = itertools.count()  # next() on a count is atomic under the GIL
-
-        def start_worker() -> None:
-            worker_id = next(ids)
-            _CURRENT.info = WorkerInfo(worker_id, workers, dataset)
-            if worker_init_fn is not None:
-                worker_init_fn(worker_id)
-
-        self._pool = ThreadPoolExecutor(workers, thread_name_prefix=THREAD_PREFIX,
-                                        initializer=start_worker)
+        self._kind = "thread" if context is None else "process"
+        if context is None:
+            ids = itertools.count()  # next() on a count is atomic under the GIL
+            self._job = job
+            self._pool = ThreadPoolExecutor(
+                workers, thread_name_prefix=THREAD_PREFIX,
+                initializer=lambda: _start_worker(next(ids), workers, dataset, worker_init_fn))
+        else:
+            ids = context.Queue()
+            for worker_id in range(workers):
+                ids.put(worker_id)
+            self._job = _run_job
+            self._pool = ProcessPoolExecutor(
+                workers, mp_context=context, initializer=_start_process,
+                initargs=(ids, workers, job, dataset, worker_init_fn))
         self._fill()
 
     def _fill(self) -> None:
         try:
-            for task in itertools.islice(self._tasks, self._depth - len(self._pending)):
-                self._pending.append((self._submitted, self._pool.submit(task)))
+            for argument in itertools.islice(self._arguments, self._depth - len(self._pending)):
+                self._pending.append((self._submitted, self._pool.submit(self._job, argument)))
                 self._submitted += 1
         except BaseException:
             self.close()
@@ -97,11 +126,11 @@ class Prefetcher:
         except BaseException as e:
             self.close()
             if hasattr(e, "add_note"):
-                e.add_note(f"(raised in a DataLoader worker thread, in task {number} of "
-                           "this epoch)")
+                e.add_note(f"(raised in a DataLoader worker {self._kind}, loading batch "
+                           f"{number} of this epoch)")
             raise
         self._fill()
-        return result
+        return result if self._finish is None else self._finish(result)
 
     def close(self, wait: bool = True) -> None:
         """Stop the workers: cancel queued tasks, wait for running ones (unless not `wait`),
