@@ -73,19 +73,23 @@ class Attention(Function):
         # a bool mask over keys alone (padding): each block skips the keys after the last
         # one it may see, whose weights are exactly 0 (attention over unpadded lengths)
         key_mask = on_cpu and bias is not None and not causal and bias.shape[-2] == 1
+        seen = [k.shape[-2]] * len(blocks)  # per block: the keys it computes with
         dead = []
 
         def compute(first: int, last: int) -> None:
-            for lo, hi in blocks[first:last]:
+            for index in range(first, last):
+                lo, hi = blocks[index]
+
                 def part(a, lo=lo, hi=hi):
                     return _block(a, lo, hi, len(batch))
 
                 qb, vb, ob, extras_b = part(q), part(v), part(out), [part(e) for e in extras]
                 qb, keys_t = _scaled_operands(xp, qb, part(k), scale)
                 bounded = not mask and _scores_bounded(xp, qb, keys_t)
-                seen = _seen_keys(xp, part(bias)) if key_mask else k.shape[-2]
+                if key_mask:
+                    seen[index] = _seen_keys(xp, part(bias))
                 for i, (rows, keys) in enumerate(spans):
-                    keys = min(keys, seen)
+                    keys = min(keys, seen[index])
                     scores = qb[..., rows, :] @ keys_t[..., :keys]
                     for extra in extras_b:
                         scores = _add(scores, extra[..., rows, :keys] if causal else
@@ -106,7 +110,8 @@ class Attention(Function):
         for_blocks(self.device, len(blocks), compute, products=True)
         if keep:
             # only the first span can have dead rows: every causal row sees its first key
-            self.spans, self.probs, self.scale, self.blocks = spans, probs, scale, blocks
+            self.spans, self.probs, self.scale = spans, probs, scale
+            self.blocks, self.seen = blocks, seen
             self.dead = _gather_dead(xp, dead, blocks, probs[0].shape[:-1] + (1,), len(batch))
             self.bias, self.dropout, self.groups, self.batch = bias, dropout, groups, batch
         return out
@@ -127,9 +132,10 @@ class Attention(Function):
 
     def _fused_backward(self, g, q, k, v, out, want_ds: bool) -> tuple:
         """The gradients on arrays, in the forward's blocks of the batch (on the intra-op
-        threads). The span that sees the most keys goes first and writes dK and dV; the
-        other span adds into their leading rows. dS, wanted for a float mask (which means a
-        single span), is the last span's."""
+        threads), over the keys each block computed with (those a padding mask hides get
+        zero gradients). The span that sees the most keys goes first and writes dK and dV;
+        the other span adds into their leading rows. dS, wanted for a float mask (which means
+        a single span), is the last span's."""
         xp = self.xp
         go, out, q = g._data, out._data, q._data
         k, v = _repeat_heads(xp, k._data, self.groups), _repeat_heads(xp, v._data, self.groups)
@@ -141,7 +147,9 @@ class Attention(Function):
         spans = list(zip(self.spans, self.probs, strict=True))[::-1]
 
         def compute(first_block: int, last_block: int) -> None:
-            for lo, hi in self.blocks[first_block:last_block]:
+            for index in range(first_block, last_block):
+                lo, hi = self.blocks[index]
+
                 def part(a, lo=lo, hi=hi):
                     return _block(a, lo, hi, len(batch))
 
@@ -151,7 +159,8 @@ class Attention(Function):
                 delta = xp.einsum("...i,...i->...", go_b, part(out))[..., None]
                 first = True
                 for (rows, keys), probs in spans:
-                    probs, g_rows = part(probs), go_b[..., rows, :]
+                    keys = min(keys, self.seen[index])  # the rest have P = 0: no gradient
+                    probs, g_rows = part(probs)[..., :keys], go_b[..., rows, :]
                     dropout = None if self.dropout is None else \
                         part(self.dropout)[..., rows, :keys]
                     kept = probs if dropout is None else probs * dropout
