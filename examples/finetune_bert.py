@@ -24,14 +24,14 @@ import itertools
 import time
 from pathlib import Path
 
-import numpy as np
-
 import dlfree as dl
 from dlfree import optim
 from dlfree.data import DataLoader, random_split
 from dlfree.hf import AutoModelForSequenceClassification, PreTrainedModel
 from dlfree.hf.tokenizer import AutoTokenizer
 from dlfree.metrics import Accuracy, F1Score
+
+import numpy as np
 
 LABELS = {0: "negative", 1: "positive"}
 SUBJECTS = ["the film", "this book", "the food", "the service", "our hotel room", "the concert",

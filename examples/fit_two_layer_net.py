@@ -13,9 +13,9 @@ log(3) = 1.10, and the accuracy on points held out from training ends far above 
 import argparse
 import math
 
-import numpy as np
-
 import dlfree as dl
+
+import numpy as np
 
 CLASSES = 3
 HIDDEN = 64

@@ -18,12 +18,12 @@ adapting to each other (two samples of real points are about 0.001 apart).
 
 import argparse
 
-import numpy as np
-
 import dlfree as dl
 import dlfree.functional as F
 from dlfree import nn, optim
 from dlfree.data import DataLoader, TensorDataset
+
+import numpy as np
 
 MODES = 8
 RADIUS = 2.0

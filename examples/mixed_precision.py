@@ -18,13 +18,13 @@ products); the speed is for GPUs.
 
 import argparse
 
-import numpy as np
-
 import dlfree as dl
 import dlfree.functional as F
 from dlfree import nn, optim
 from dlfree.data import DataLoader, TensorDataset, random_split
 from dlfree.data.datasets import Digits
+
+import numpy as np
 
 
 def digit_splits(seed: int = 0):

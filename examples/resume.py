@@ -19,12 +19,12 @@ import signal
 import tempfile
 from pathlib import Path
 
-import numpy as np
-
 import dlfree as dl
 from dlfree import nn, optim
 from dlfree.data import DataLoader, TensorDataset
 from dlfree.data.datasets import Digits
+
+import numpy as np
 
 
 class CtrlCAt:

@@ -19,12 +19,12 @@ import argparse
 import time
 from pathlib import Path
 
-import numpy as np
-
 import dlfree as dl
 from dlfree import nn, optim
 from dlfree.data import DataLoader, random_split
 from dlfree.data.datasets import Digits
+
+import numpy as np
 
 CLASSES = 10
 

@@ -14,12 +14,12 @@ learning rate adapt the backbone too.
 import argparse
 from collections import OrderedDict
 
-import numpy as np
-
 import dlfree as dl
 from dlfree import nn, optim
 from dlfree.data import DataLoader, Subset, random_split
 from dlfree.data.datasets import Digits
+
+import numpy as np
 
 FEATURES = 32 * 2 * 2  # what the backbone gives per image: 32 channels of 2x2
 

@@ -19,11 +19,11 @@ end says how many nats the code carries about each point.
 import argparse
 import math
 
-import numpy as np
-
 import dlfree as dl
 from dlfree import nn, optim
 from dlfree.data import DataLoader, TensorDataset
+
+import numpy as np
 
 LOG_2PI = math.log(2 * math.pi)
 

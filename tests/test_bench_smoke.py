@@ -18,10 +18,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+from dlfree import threads
+
 import numpy as np
 import pytest
-
-from dlfree import threads
 
 BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
 

@@ -15,10 +15,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+import dlfree as dl
+
 import numpy as np
 import torch
-
-import dlfree as dl
 
 FWD_RTOL, FWD_ATOL = 1e-5, 1e-6
 GRAD_RTOL, GRAD_ATOL = 1e-4, 1e-4

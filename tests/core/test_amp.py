@@ -12,13 +12,13 @@ from __future__ import annotations
 import json
 import threading
 
-import numpy as np
-import pytest
-import torch
-
 import dlfree as dl
 import dlfree.nn as nn
 import dlfree.optim as optim
+
+import numpy as np
+import pytest
+import torch
 
 F = dl.functional
 TF = torch.nn.functional

@@ -8,11 +8,11 @@ from __future__ import annotations
 import importlib
 import math
 
+import dlfree as dl
+
 import numpy as np
 import pytest
 import torch
-
-import dlfree as dl
 
 attention = importlib.import_module("dlfree.ops.attention")
 

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
+import dlfree as dl
+from dlfree.autograd import Function
+
 import numpy as np
 import pytest
 import torch
-
-import dlfree as dl
-from dlfree.autograd import Function
 
 
 def _pair(values, dtype="float64"):

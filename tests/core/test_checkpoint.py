@@ -6,11 +6,11 @@ from __future__ import annotations
 import gc
 import tracemalloc
 
-import numpy as np
-import pytest
-
 import dlfree as dl
 import dlfree.nn as nn
+
+import numpy as np
+import pytest
 
 F = dl.functional
 checkpoint, checkpoint_sequential = dl.autograd.checkpoint, dl.autograd.checkpoint_sequential

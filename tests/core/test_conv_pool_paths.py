@@ -14,14 +14,14 @@ from __future__ import annotations
 
 import math
 
+import dlfree as dl
+from dlfree.backends import im2col
+from dlfree.ops import conv
+
 import numpy as np
 import pytest
 import torch
 from parity import Case, Fixed, Float, check_forward, check_grad, check_gradcheck, check_gradgrad
-
-import dlfree as dl
-from dlfree.backends import im2col
-from dlfree.ops import conv
 
 
 def F(m):

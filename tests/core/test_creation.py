@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
+import dlfree as dl
+
 import numpy as np
 import pytest
 import torch
-
-import dlfree as dl
 
 
 def _same(ours, ref):

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import math
 
+import dlfree as dl
+
 import numpy as np
 import pytest
-
-import dlfree as dl
 
 F = dl.functional
 

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import numpy as np
-import pytest
-
 import dlfree as dl
 from dlfree.backends import NumpyBackend
 from dlfree.device import _backends, register_backend
+
+import numpy as np
+import pytest
 
 
 def test_hierarchy_refines_builtins():

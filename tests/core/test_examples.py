@@ -10,10 +10,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+import dlfree as dl
+
 import numpy as np
 import pytest
-
-import dlfree as dl
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import os
 
-import numpy as np
-import pytest
-
 import dlfree as dl
 from dlfree.io import atomic_write, load_tensors, read_metadata, save_tensors
+
+import numpy as np
+import pytest
 
 
 def test_tensors_round_trip_with_metadata(tmp_path):

@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import importlib
 
+import dlfree as dl
+
 import numpy as np
 import pytest
 import torch
-
-import dlfree as dl
 
 norm = importlib.import_module("dlfree.ops.norm")  # dlfree.ops.norm is also a function's name
 

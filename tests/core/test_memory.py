@@ -12,10 +12,10 @@ import tracemalloc
 import weakref
 from itertools import pairwise
 
+import dlfree as dl
+
 import numpy as np
 import pytest
-
-import dlfree as dl
 
 SIZES = (64, 32, 32, 10)
 BATCH = 32

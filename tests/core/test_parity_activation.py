@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
+import dlfree as dl
+
 import numpy as np
 import pytest
 import torch
 from parity import Case, Float, run_family
-
-import dlfree as dl
 
 
 def F(m):

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import math
 
+import dlfree as dl
+from dlfree import DTypeError, ShapeError
+
 import numpy as np
 import pytest
 import torch
 from parity import Bool, Case, Fixed, Float, run_family
-
-import dlfree as dl
-from dlfree import DTypeError, ShapeError
 
 
 def sdpa(m, *args, **kwargs):

@@ -5,12 +5,12 @@ Shapes stay tiny: gradcheck perturbs every input element in turn.
 
 from __future__ import annotations
 
+import dlfree as dl
+
 import numpy as np
 import pytest
 import torch
 from parity import Case, run_family
-
-import dlfree as dl
 
 
 def F(m):

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
+import dlfree as dl
+
 import numpy as np
 import pytest
 import torch
 from parity import Bool, Case, Float, Int, run_family
-
-import dlfree as dl
 
 S = (3, 4)
 POS = Float(S, 0.5, 2.0)

@@ -8,12 +8,12 @@ from __future__ import annotations
 
 import warnings
 
+import dlfree as dl
+
 import numpy as np
 import pytest
 from parity import Bool, Case, Fixed, Int, run_family
 from test_parity_shape import cubed
-
-import dlfree as dl
 
 S = (3, 4)
 S3 = (3, 4, 5)

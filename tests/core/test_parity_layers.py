@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
+import dlfree as dl
+from dlfree.autograd.function import Function
+from dlfree.ops.layers import Linear
+
 import numpy as np
 import pytest
 import torch
 from parity import Case, Int, run_family
-
-import dlfree as dl
-from dlfree.autograd.function import Function
-from dlfree.ops.layers import Linear
 
 
 def F(m):

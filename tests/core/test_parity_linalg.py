@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
+import dlfree as dl
+
 import numpy as np
 import pytest
 from parity import Case, Float, run_family
-
-import dlfree as dl
 
 INF = float("inf")
 

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
+import dlfree as dl
+from dlfree import DTypeError, ShapeError
+
 import numpy as np
 import pytest
 import torch
 from parity import Case, Fixed, Float, Int, run_family
-
-import dlfree as dl
-from dlfree import DTypeError, ShapeError
 
 
 def F(m):

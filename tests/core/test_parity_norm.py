@@ -3,14 +3,14 @@ fused backward of batch_norm and layer_norm."""
 
 from __future__ import annotations
 
+import dlfree as dl
+from dlfree.autograd.function import Function
+from dlfree.ops.norm import Normalize
+
 import numpy as np
 import pytest
 import torch
 from parity import Case, Float, run_family
-
-import dlfree as dl
-from dlfree.autograd.function import Function
-from dlfree.ops.norm import Normalize
 
 
 def F(m):

@@ -11,13 +11,13 @@ from __future__ import annotations
 
 import math
 
+import dlfree as dl
+
 import numpy as np
 import pytest
 import torch
 from parity import Case, Fixed, Float, Int, run_family
 from test_parity_shape import cubed
-
-import dlfree as dl
 
 
 def F(m):

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
+import dlfree as dl
+
 import numpy as np
 import pytest
 from parity import Bool, Case, Fixed, Float, run_family
-
-import dlfree as dl
 
 S = (3, 4)
 S3 = (2, 3, 4)

@@ -7,10 +7,10 @@ check exact and makes the second derivative run through the op's backward.
 
 from __future__ import annotations
 
+import dlfree as dl
+
 import torch
 from parity import Case, Float, Int, run_family
-
-import dlfree as dl
 
 S = (3, 4)
 S3 = (2, 3, 4)

@@ -14,12 +14,12 @@ import sys
 import textwrap
 from pathlib import Path
 
-import pluggy
-import pytest
-
 import dlfree as dl
 from dlfree import cli, hookspecs, plugins
 from dlfree.plugins import PluginWarning
+
+import pluggy
+import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 

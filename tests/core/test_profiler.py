@@ -9,13 +9,13 @@ import re
 import threading
 import time
 
-import numpy as np
-import pytest
-
 import dlfree as dl
 import dlfree.functional as F
 from dlfree.autograd.function import PROFILING, Function
 from dlfree.profiler import profile, record_function
+
+import numpy as np
+import pytest
 
 BATCH, IN, HIDDEN, CLASSES = 32, 20, 16, 5
 FLOAT_BYTES = 4  # float32

@@ -8,12 +8,12 @@ from __future__ import annotations
 
 import itertools
 
+import dlfree as dl
+from dlfree import dtypes
+
 import numpy as np
 import pytest
 import torch
-
-import dlfree as dl
-from dlfree import dtypes
 
 NAMES = ["bool", "uint8", "int8", "int16", "int32", "int64", "float16", "float32", "float64"]
 SCALARS = [True, 3, 2.5]

@@ -3,14 +3,14 @@
 
 from __future__ import annotations
 
+import dlfree as dl
+
 import hypothesis.extra.numpy as hnp
 import numpy as np
 import pytest
 import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
-import dlfree as dl
 
 TOLERANCE = {"float32": (1e-5, 1e-6), "float64": (1e-9, 1e-12)}
 GRAD_TOLERANCE = {"float32": (1e-4, 1e-5), "float64": (1e-8, 1e-10)}

@@ -3,14 +3,14 @@ dim subsets (negative dims included) and keepdim."""
 
 from __future__ import annotations
 
+import dlfree as dl
+
 import hypothesis.extra.numpy as hnp
 import numpy as np
 import pytest
 import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
-import dlfree as dl
 
 OPS = {
     "sum": lambda m, x, dims, keepdim: x.sum(dims, keepdim=keepdim),

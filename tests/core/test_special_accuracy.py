@@ -11,13 +11,13 @@ from __future__ import annotations
 import math
 import threading
 
-import numpy as np
-import pytest
-import torch
-
 import dlfree as dl
 import dlfree.functional as F
 from dlfree.backends import special
+
+import numpy as np
+import pytest
+import torch
 
 _ERF = np.frompyfunc(math.erf, 1, 1)
 _ERFC = np.frompyfunc(math.erfc, 1, 1)

@@ -9,11 +9,11 @@ Every gradient is compared with PyTorch's (float64, rtol 1e-12).
 
 from __future__ import annotations
 
+import dlfree as dl
+
 import numpy as np
 import pytest
 import torch
-
-import dlfree as dl
 
 RTOL = 1e-12
 SHAPE = (3, 7, 2)

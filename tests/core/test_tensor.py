@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
+import dlfree as dl
+
 import numpy as np
 import pytest
-
-import dlfree as dl
 
 
 def test_properties():

@@ -10,11 +10,11 @@ import subprocess
 import sys
 import threading
 
-import numpy as np
-import pytest
-
 import dlfree as dl
 from dlfree import threads
+
+import numpy as np
+import pytest
 
 
 @pytest.fixture

@@ -3,10 +3,10 @@ version counter, and can replay the view from the root tensor; copies do neither
 
 from __future__ import annotations
 
+import dlfree as dl
+
 import numpy as np
 import pytest
-
-import dlfree as dl
 
 VIEWS = {
     "reshape": lambda a: a.reshape(4, 6),

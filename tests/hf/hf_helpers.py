@@ -3,10 +3,10 @@ batches, running both libraries on them, and comparing outputs, losses and gradi
 
 from __future__ import annotations
 
+import dlfree as dl
+
 import numpy as np
 import pytest
-
-import dlfree as dl
 
 torch = pytest.importorskip("torch")
 

@@ -6,13 +6,13 @@ from __future__ import annotations
 import json
 import shutil
 
-import attrs
-import numpy as np
-import pytest
-
 import dlfree as dl
 from dlfree import PluginError, hf, nn
 from dlfree.hf.configuration import positive_int
+
+import attrs
+import numpy as np
+import pytest
 
 pytest.importorskip("transformers")
 

@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import copy
 
-import numpy as np
-import pytest
-
 import dlfree as dl
 from dlfree import hf
 from dlfree.hf.models import distilbert
+
+import numpy as np
+import pytest
 
 pytest.importorskip("transformers")
 

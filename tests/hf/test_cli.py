@@ -7,13 +7,13 @@ from __future__ import annotations
 import io
 import json
 
-import numpy as np
-import pytest
-
 from dlfree import cli
 from dlfree.hf import AutoModel
 from dlfree.hf.tasks import sentence_embeddings
 from dlfree.hf.tokenizer import AutoTokenizer
+
+import numpy as np
+import pytest
 
 transformers = pytest.importorskip("transformers")
 torch = pytest.importorskip("torch")

@@ -6,13 +6,13 @@ from __future__ import annotations
 
 import json
 
-import numpy as np
-import pytest
-import safetensors.numpy
-
 import dlfree as dl
 from dlfree import CheckpointError, hf
 from dlfree.hf import hub
+
+import numpy as np
+import pytest
+import safetensors.numpy
 
 pytest.importorskip("transformers")
 

@@ -13,12 +13,12 @@ import subprocess
 import sys
 from pathlib import Path
 
-import numpy as np
-import pytest
-
 import dlfree as dl
 from dlfree.hf import AutoModelForSequenceClassification
 from dlfree.hf.tokenizer import AutoTokenizer
+
+import numpy as np
+import pytest
 
 transformers = pytest.importorskip("transformers")
 torch = pytest.importorskip("torch")

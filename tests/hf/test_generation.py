@@ -5,10 +5,6 @@ KV cache (same logits as a full recompute; one token fed per step; geometric gro
 
 from __future__ import annotations
 
-import numpy as np
-import pytest
-from hf_helpers import PAD, VOCAB, padded_batch
-
 import dlfree as dl
 from dlfree.hf.generation import (
     KVCache,
@@ -21,6 +17,10 @@ from dlfree.hf.generation import (
 from dlfree.hf.models.gpt2 import GPT2LMHeadModel
 from dlfree.hf.models.llama import LlamaForCausalLM
 from dlfree.hf.models.mistral import MistralForCausalLM
+
+import numpy as np
+import pytest
+from hf_helpers import PAD, VOCAB, padded_batch
 
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")

@@ -4,6 +4,14 @@ back on export (transformers loads the export), tied and untied heads, and bad c
 
 from __future__ import annotations
 
+import dlfree as dl
+from dlfree.hf.models.gpt2 import (
+    GPT2Config,
+    GPT2ForSequenceClassification,
+    GPT2LMHeadModel,
+    GPT2Model,
+)
+
 import numpy as np
 import pytest
 import safetensors.numpy
@@ -19,14 +27,6 @@ from hf_helpers import (
     padded_batch,
     run_dl,
     run_hf,
-)
-
-import dlfree as dl
-from dlfree.hf.models.gpt2 import (
-    GPT2Config,
-    GPT2ForSequenceClassification,
-    GPT2LMHeadModel,
-    GPT2Model,
 )
 
 torch = pytest.importorskip("torch")

@@ -7,6 +7,18 @@ from __future__ import annotations
 
 import json
 
+import dlfree as dl
+from dlfree.hf.models.llama import (
+    LlamaConfig,
+    LlamaForCausalLM,
+    LlamaForSequenceClassification,
+    LlamaModel,
+    LlamaRMSNorm,
+)
+from dlfree.hf.models.mistral import MistralForCausalLM, MistralForSequenceClassification
+from dlfree.hf.models.qwen2 import Qwen2Config, Qwen2ForCausalLM, Qwen2ForSequenceClassification
+from dlfree.hf.models.rope import ROPE_TYPES, inverse_frequencies
+
 import numpy as np
 import pytest
 from hf_helpers import (
@@ -22,18 +34,6 @@ from hf_helpers import (
     run_dl,
     run_hf,
 )
-
-import dlfree as dl
-from dlfree.hf.models.llama import (
-    LlamaConfig,
-    LlamaForCausalLM,
-    LlamaForSequenceClassification,
-    LlamaModel,
-    LlamaRMSNorm,
-)
-from dlfree.hf.models.mistral import MistralForCausalLM, MistralForSequenceClassification
-from dlfree.hf.models.qwen2 import Qwen2Config, Qwen2ForCausalLM, Qwen2ForSequenceClassification
-from dlfree.hf.models.rope import ROPE_TYPES, inverse_frequencies
 
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")

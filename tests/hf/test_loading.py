@@ -8,13 +8,13 @@ import json
 import logging
 import shutil
 
-import numpy as np
-import pytest
-import safetensors.numpy
-
 import dlfree as dl
 from dlfree import CheckpointError, hf
 from dlfree.hf import hub
+
+import numpy as np
+import pytest
+import safetensors.numpy
 
 pytest.importorskip("transformers")
 

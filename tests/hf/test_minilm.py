@@ -4,13 +4,13 @@ and sentence embeddings (mean pooling, L2 normalisation) with cosine similarity 
 
 from __future__ import annotations
 
-import numpy as np
-import pytest
-
 import dlfree as dl
 from dlfree.hf import AutoModel
 from dlfree.hf.tasks import mean_pooling, sentence_embeddings
 from dlfree.hf.tokenizer import AutoTokenizer
+
+import numpy as np
+import pytest
 
 transformers = pytest.importorskip("transformers")
 torch = pytest.importorskip("torch")

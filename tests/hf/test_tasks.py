@@ -8,9 +8,6 @@ from __future__ import annotations
 import json
 import shutil
 
-import numpy as np
-import pytest
-
 from dlfree.hf import (
     AutoModelForMaskedLM,
     AutoModelForQuestionAnswering,
@@ -25,6 +22,9 @@ from dlfree.hf.tasks import (
     sentence_embeddings,
 )
 from dlfree.hf.tokenizer import AutoTokenizer
+
+import numpy as np
+import pytest
 
 transformers = pytest.importorskip("transformers")
 torch = pytest.importorskip("torch")

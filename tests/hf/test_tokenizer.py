@@ -8,12 +8,12 @@ from __future__ import annotations
 import json
 import shutil
 
-import numpy as np
-import pytest
-
 import dlfree as dl
 from dlfree import CheckpointError
 from dlfree.hf.tokenizer import AutoTokenizer, BatchEncoding, PreTrainedTokenizer
+
+import numpy as np
+import pytest
 
 transformers = pytest.importorskip("transformers")
 tokenizers = pytest.importorskip("tokenizers")

@@ -5,9 +5,6 @@ from __future__ import annotations
 
 import math
 
-import numpy as np
-import pytest
-
 import dlfree as dl
 from dlfree.metrics.detection import (
     box_area,
@@ -17,6 +14,9 @@ from dlfree.metrics.detection import (
     distance_box_iou,
     generalized_box_iou,
 )
+
+import numpy as np
+import pytest
 
 EPS = 1e-7  # torchvision's default eps for DIoU and CIoU
 

@@ -7,12 +7,6 @@ from __future__ import annotations
 import warnings
 from functools import partial
 
-import numpy as np
-import pytest
-from sklearn import metrics as sk
-from sklearn.exceptions import UndefinedMetricWarning
-from test_metric_base import assert_close, check_streaming
-
 import dlfree as dl
 from dlfree.metrics import (
     AUROC,
@@ -32,6 +26,12 @@ from dlfree.metrics import (
     Recall,
     Specificity,
 )
+
+import numpy as np
+import pytest
+from sklearn import metrics as sk
+from sklearn.exceptions import UndefinedMetricWarning
+from test_metric_base import assert_close, check_streaming
 
 C = 4  # classes (multiclass) and labels (multilabel)
 SIZES = (6, 1, 13)  # batch sizes: the one-sample batch is an edge case of its own

@@ -7,14 +7,14 @@ from __future__ import annotations
 import contextlib
 import io
 
+import dlfree as dl
+from dlfree.metrics.detection import MeanAveragePrecision, rle_decode
+
 import numpy as np
 import pycocotools.mask as mask_utils
 import pytest
 from pycocotools.coco import COCO
 from pycocotools.cocoeval import COCOeval
-
-import dlfree as dl
-from dlfree.metrics.detection import MeanAveragePrecision, rle_decode
 
 # The order of COCOeval.stats.
 KEYS = ["map", "map_50", "map_75", "map_small", "map_medium", "map_large", "mar_1", "mar_10",

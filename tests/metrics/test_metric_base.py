@@ -4,9 +4,6 @@ other metric tests use, lives here."""
 
 from __future__ import annotations
 
-import numpy as np
-import pytest
-
 import dlfree as dl
 from dlfree.metrics import (
     Accuracy,
@@ -17,6 +14,9 @@ from dlfree.metrics import (
     R2Score,
 )
 from dlfree.metrics.plugin import METRICS
+
+import numpy as np
+import pytest
 
 TOL = 1e-6
 

@@ -7,12 +7,6 @@ from __future__ import annotations
 
 from functools import partial
 
-import numpy as np
-import pytest
-import scipy.stats
-from sklearn import metrics as sk
-from test_metric_base import assert_close, check_streaming
-
 import dlfree as dl
 from dlfree.metrics import (
     CosineSimilarity,
@@ -24,6 +18,12 @@ from dlfree.metrics import (
     R2Score,
     SpearmanCorrCoef,
 )
+
+import numpy as np
+import pytest
+import scipy.stats
+from sklearn import metrics as sk
+from test_metric_base import assert_close, check_streaming
 
 SIZES = (7, 1, 12)
 KINDS = ["random", "offset", "ties", "constant_target"]

@@ -7,12 +7,12 @@ from __future__ import annotations
 
 from functools import partial
 
+import dlfree as dl
+from dlfree.metrics import DiceScore, GeneralizedDiceScore, MeanIoU, PixelAccuracy
+
 import numpy as np
 import pytest
 from test_metric_base import check_streaming
-
-import dlfree as dl
-from dlfree.metrics import DiceScore, GeneralizedDiceScore, MeanIoU, PixelAccuracy
 
 C = 4
 IGNORE = 255

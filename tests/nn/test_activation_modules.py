@@ -3,13 +3,13 @@ and repr for several options each, in-place variants, and the implicit-dim warni
 
 from __future__ import annotations
 
+import dlfree as dl
+import dlfree.nn as nn
+
 import numpy as np
 import pytest
 import torch
 from torch_copy import FWD_TOL, GRAD_TOL, Float, check_pair, to_numpy, torch_to_dl
-
-import dlfree as dl
-import dlfree.nn as nn
 
 WIDE = Float((3, 4), -4, 4)
 

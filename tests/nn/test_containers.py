@@ -5,12 +5,12 @@ from __future__ import annotations
 
 from collections import OrderedDict
 
+import dlfree as dl
+from dlfree import nn
+
 import numpy as np
 import pytest
 import torch
-
-import dlfree as dl
-from dlfree import nn
 
 
 class Tag(nn.Module):

@@ -7,15 +7,15 @@ from __future__ import annotations
 
 import math
 
+import dlfree as dl
+import dlfree.nn as nn
+from dlfree.nn import init
+
 import numpy as np
 import pytest
 import torch
 from scipy import stats
 from torch_copy import to_numpy
-
-import dlfree as dl
-import dlfree.nn as nn
-from dlfree.nn import init
 
 # A KS p-value below this rejects "same distribution"; every draw here is seeded, so a
 # passing case stays passing, and a wrong scale or shape gives p-values far below it.

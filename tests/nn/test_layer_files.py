@@ -4,15 +4,15 @@ registered layer and loss name is covered by one of the parity tables."""
 
 from __future__ import annotations
 
+import dlfree as dl
+import dlfree.nn as nn
+
 import numpy as np
 import pytest
 import test_activation_modules as activations
 import test_layers_parity as layers
 import test_losses as losses
 from torch_copy import build_inputs
-
-import dlfree as dl
-import dlfree.nn as nn
 
 CASES = (
     [(f"layer-{row.id}", lambda row=row: row.build()[0], row.inputs, row.call)

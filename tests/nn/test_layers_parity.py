@@ -12,6 +12,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+import dlfree as dl
+import dlfree.nn as nn
+
 import numpy as np
 import pytest
 import torch
@@ -26,9 +29,6 @@ from torch_copy import (
     torch_to_dl,
     zero_grads,
 )
-
-import dlfree as dl
-import dlfree.nn as nn
 
 
 @dataclass

@@ -7,13 +7,13 @@ from __future__ import annotations
 import warnings
 from dataclasses import dataclass
 
+import dlfree as dl
+import dlfree.nn as nn
+
 import numpy as np
 import pytest
 import torch
 from torch_copy import Const, Float, Int, assert_same_state, check_pair
-
-import dlfree as dl
-import dlfree.nn as nn
 
 
 @dataclass(frozen=True)

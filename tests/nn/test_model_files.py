@@ -7,12 +7,12 @@ import json
 import subprocess
 import sys
 
-import numpy as np
-import pytest
-
 import dlfree as dl
 import dlfree.functional as F
 from dlfree import nn
+
+import numpy as np
+import pytest
 
 
 class Gate(nn.Module):

@@ -3,13 +3,13 @@ checked against torch.nn.Module on the same structure where torch has the behavi
 
 from __future__ import annotations
 
-import numpy as np
-import pytest
-import torch
-
 import dlfree as dl
 import dlfree.functional as F
 from dlfree import nn
+
+import numpy as np
+import pytest
+import torch
 
 
 class Affine(nn.Module):

@@ -5,13 +5,13 @@ backward is compared in float64 (1e-10), where it is exact up to rounding."""
 
 from __future__ import annotations
 
+import dlfree as dl
+from dlfree.nn import recurrent
+
 import numpy as np
 import pytest
 import torch
 from torch_copy import Float, assert_same_state, check_pair, dl_to_torch, to_numpy, torch_to_dl
-
-import dlfree as dl
-from dlfree.nn import recurrent
 
 # torch's own notice that its CPU kernel falls back for projected LSTMs
 pytestmark = pytest.mark.filterwarnings("ignore:LSTM with projections is not supported")

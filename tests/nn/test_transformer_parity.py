@@ -8,6 +8,9 @@ backpropagates, so torch computes with its reference math, as dl.free does.
 
 from __future__ import annotations
 
+import dlfree as dl
+from dlfree.nn import attention, transformer
+
 import numpy as np
 import pytest
 import torch
@@ -20,9 +23,6 @@ from torch_copy import (
     to_numpy,
     torch_to_dl,
 )
-
-import dlfree as dl
-from dlfree.nn import attention, transformer
 
 E, HEADS, L, S, N, FF = 8, 2, 4, 5, 3, 16
 

@@ -16,10 +16,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+import dlfree as dl
+
 import numpy as np
 import torch
-
-import dlfree as dl
 
 FWD_TOL = {"rtol": 1e-5, "atol": 1e-5}
 GRAD_TOL = {"rtol": 1e-4, "atol": 1e-4}

@@ -3,10 +3,10 @@ evaluated in dl.free and in PyTorch, so trajectories can be compared step by ste
 
 from __future__ import annotations
 
+import dlfree as dl
+
 import numpy as np
 import pytest
-
-import dlfree as dl
 
 SHAPES = [(3,), (4, 5), (2, 3, 4), ()]
 

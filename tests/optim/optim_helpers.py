@@ -3,11 +3,11 @@ round trips, gradient handling, version bumps, float32 runs and a small training
 
 from __future__ import annotations
 
-import numpy as np
-import pytest
-
 import dlfree as dl
 import dlfree.functional as F
+
+import numpy as np
+import pytest
 
 RTOL, ATOL = 1e-10, 1e-12  # float64 trajectories; ATOL only for coordinates that cross 0
 

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
+import dlfree as dl
+import dlfree.optim as optim
+
 import numpy as np
 import pytest
 import torch
-
-import dlfree as dl
-import dlfree.optim as optim
 
 SHAPES = [(3,), (4, 5), (2, 3, 4), ()]
 

@@ -7,14 +7,14 @@ from __future__ import annotations
 import json
 import math
 
+import dlfree as dl
+from dlfree import optim
+from dlfree.optim import lr_scheduler as dls
+
 import numpy as np
 import pytest
 import torch
 from torch.optim import lr_scheduler as tls
-
-import dlfree as dl
-from dlfree import optim
-from dlfree.optim import lr_scheduler as dls
 
 STEPS = 100
 LRS = (0.1, 0.05)

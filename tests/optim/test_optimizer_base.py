@@ -3,12 +3,12 @@ state_dict checks, and the two methods a subclass writes."""
 
 from __future__ import annotations
 
-import numpy as np
-import pytest
-
 import dlfree as dl
 from dlfree import optim
 from dlfree.optim import SGD, Adam, Optimizer
+
+import numpy as np
+import pytest
 
 
 class SignDescent(Optimizer):

@@ -6,6 +6,11 @@ from __future__ import annotations
 
 import math
 
+import dlfree as dl
+from dlfree.optim.adafactor import Adafactor
+from dlfree.optim.lars import LARS
+from dlfree.optim.lion import Lion
+
 import numpy as np
 import pytest
 from optim_helpers import (
@@ -18,11 +23,6 @@ from optim_helpers import (
     small_network_losses,
     use_float32,
 )
-
-import dlfree as dl
-from dlfree.optim.adafactor import Adafactor
-from dlfree.optim.lars import LARS
-from dlfree.optim.lion import Lion
 
 STEPS = 25
 CLASSES = {"LARS": LARS, "Lion": Lion, "Adafactor": Adafactor}

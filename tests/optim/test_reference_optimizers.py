@@ -5,6 +5,11 @@ validation."""
 
 from __future__ import annotations
 
+import dlfree as dl
+from dlfree.optim.adabound import AdaBound
+from dlfree.optim.lamb import LAMB
+from dlfree.optim.novograd import NovoGrad
+
 import numpy as np
 import pytest
 import torch
@@ -19,11 +24,6 @@ from optim_helpers import (
     small_network_losses,
     use_float32,
 )
-
-import dlfree as dl
-from dlfree.optim.adabound import AdaBound
-from dlfree.optim.lamb import LAMB
-from dlfree.optim.novograd import NovoGrad
 
 PAIRS = {
     "LAMB": (LAMB, torch_optimizer.Lamb),

@@ -4,6 +4,9 @@ hyperparameter validation, gradient handling, a small network, and registration.
 
 from __future__ import annotations
 
+import dlfree as dl
+import dlfree.optim as optim
+
 import numpy as np
 import pytest
 import torch
@@ -18,9 +21,6 @@ from optim_helpers import (
     small_network_losses,
     use_float32,
 )
-
-import dlfree as dl
-import dlfree.optim as optim
 
 # (optimizer, keyword arguments): every option whose code path differs.
 CASES = [

@@ -4,9 +4,6 @@ gradient accumulation by not zeroing gradients between backward passes."""
 
 from __future__ import annotations
 
-import numpy as np
-import pytest
-
 import dlfree as dl
 import dlfree.functional as F
 from dlfree.optim.adabound import AdaBound
@@ -18,6 +15,9 @@ from dlfree.optim.lion import Lion
 from dlfree.optim.lookahead import Lookahead
 from dlfree.optim.novograd import NovoGrad
 from dlfree.optim.sgd import SGD
+
+import numpy as np
+import pytest
 
 RTOL, ATOL = 1e-10, 1e-12  # float64; ATOL only for coordinates that cross 0
 

@@ -5,14 +5,14 @@ from __future__ import annotations
 
 import collections
 
+import dlfree as dl
+from dlfree.data import default_collate, default_convert
+
 import numpy as np
 import pytest
 import torch
 from torch.utils.data import default_collate as torch_collate
 from torch.utils.data import default_convert as torch_convert
-
-import dlfree as dl
-from dlfree.data import default_collate, default_convert
 
 Point = collections.namedtuple("Point", "xy label")
 

@@ -3,11 +3,6 @@ random_split's lengths; and the errors for bad input."""
 
 from __future__ import annotations
 
-import numpy as np
-import pytest
-import torch
-import torch.utils.data as tud
-
 import dlfree as dl
 from dlfree.data import (
     ConcatDataset,
@@ -17,6 +12,11 @@ from dlfree.data import (
     TensorDataset,
     random_split,
 )
+
+import numpy as np
+import pytest
+import torch
+import torch.utils.data as tud
 
 
 class Squares(Dataset):

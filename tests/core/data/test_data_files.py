@@ -13,9 +13,6 @@ import sys
 import tarfile
 import threading
 
-import numpy as np
-import pytest
-
 from dlfree.data import DataLoader
 from dlfree.data.datasets import (
     CIFAR10,
@@ -25,6 +22,9 @@ from dlfree.data.datasets import (
     download_from_mirrors,
     download_url,
 )
+
+import numpy as np
+import pytest
 
 
 def idx_bytes(array: np.ndarray) -> bytes:

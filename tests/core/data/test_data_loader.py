@@ -10,11 +10,6 @@ import threading
 import time
 import traceback
 
-import numpy as np
-import pytest
-import torch
-import torch.utils.data as tud
-
 import dlfree as dl
 from dlfree.data import (
     BatchSampler,
@@ -25,6 +20,11 @@ from dlfree.data import (
     TensorDataset,
 )
 from dlfree.data.prefetch import THREAD_PREFIX
+
+import numpy as np
+import pytest
+import torch
+import torch.utils.data as tud
 
 
 def worker_threads() -> list[threading.Thread]:

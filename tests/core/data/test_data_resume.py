@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import json
 
-import numpy as np
-import pytest
-
 import dlfree as dl
 from dlfree.data import DataLoader, Dataset, DistributedSampler, IterableDataset
+
+import numpy as np
+import pytest
 
 
 class Counted(Dataset):

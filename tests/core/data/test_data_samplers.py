@@ -5,11 +5,6 @@ from __future__ import annotations
 
 import json
 
-import numpy as np
-import pytest
-import torch
-import torch.utils.data as tud
-
 import dlfree as dl
 from dlfree.data import (
     BatchSampler,
@@ -18,6 +13,11 @@ from dlfree.data import (
     SequentialSampler,
     WeightedRandomSampler,
 )
+
+import numpy as np
+import pytest
+import torch
+import torch.utils.data as tud
 
 
 @pytest.mark.parametrize("n", [0, 1, 7])

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import pytest
-from train_helpers import blobs
-
 import dlfree as dl
 from dlfree import nn
+
+import pytest
+from train_helpers import blobs
 
 
 @pytest.fixture

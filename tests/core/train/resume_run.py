@@ -11,11 +11,11 @@ import os
 import signal
 import sys
 
-import numpy as np
-
 import dlfree as dl
 from dlfree import nn, optim
 from dlfree.data import DataLoader, TensorDataset
+
+import numpy as np
 
 BATCHES_PER_EPOCH = 7
 EPOCHS = 3

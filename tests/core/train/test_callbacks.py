@@ -14,10 +14,6 @@ import select
 from html.parser import HTMLParser
 from types import SimpleNamespace
 
-import numpy as np
-import pytest
-import torch
-
 import dlfree as dl
 from dlfree import functional as F
 from dlfree import nn, optim
@@ -39,6 +35,10 @@ from dlfree.train.callbacks.report import (
 from dlfree.train.events import Events
 from dlfree.train.history import History
 from dlfree.train.state import TrainState
+
+import numpy as np
+import pytest
+import torch
 
 
 # ---------------------------------------------------------------------- a stand-in trainer

@@ -3,11 +3,11 @@ by registered name, plugins' hooks, should_stop, and the exception event."""
 
 from __future__ import annotations
 
-import pytest
-
 import dlfree as dl
 from dlfree import hookspecs, nn, optim
 from dlfree.train.events import EVENTS
+
+import pytest
 
 TRAIN_HOOKS = sorted(n for n in dir(hookspecs) if n.startswith("dlfree_train_"))
 

@@ -3,15 +3,15 @@ accumulation, clipping, schedulers), convergence, batch forms, step_fn, amp, err
 
 from __future__ import annotations
 
+import dlfree as dl
+from dlfree import nn, optim
+from dlfree.metrics import Accuracy
+
 import numpy as np
 import pytest
 import sklearn.metrics
 import torch
 from train_helpers import blobs
-
-import dlfree as dl
-from dlfree import nn, optim
-from dlfree.metrics import Accuracy
 
 
 def _torch_copy(model) -> torch.nn.Sequential:

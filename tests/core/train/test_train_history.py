@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import math
 
+import dlfree as dl
+from dlfree.train import History, Series
+
 import numpy as np
 import pytest
 import scipy.stats
-
-import dlfree as dl
-from dlfree.train import History, Series
 
 
 def series(values, name="val_loss"):

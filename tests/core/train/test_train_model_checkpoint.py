@@ -3,13 +3,13 @@ and its best score surviving a resumed run."""
 
 from __future__ import annotations
 
-import numpy as np
-import pytest
-
 import dlfree as dl
 from dlfree import nn, optim
 from dlfree.metrics import Accuracy
 from dlfree.train import ModelCheckpoint
+
+import numpy as np
+import pytest
 
 
 class Snapshots:

@@ -9,13 +9,13 @@ import subprocess
 import sys
 from pathlib import Path
 
-import numpy as np
-import pytest
-from resume_run import AtBatch, build, validation, weights
-
 import dlfree as dl
 from dlfree.train import ResumeWarning, read_checkpoint, write_checkpoint
 from dlfree.train.checkpoint import checkpoint_paths, pack, unpack
+
+import numpy as np
+import pytest
+from resume_run import AtBatch, build, validation, weights
 
 
 @pytest.fixture(scope="module")

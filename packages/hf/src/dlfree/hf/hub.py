@@ -12,11 +12,11 @@ import re
 from collections.abc import Mapping
 from pathlib import Path
 
-import numpy as np
-import safetensors
-
 from dlfree import CheckpointError
 from dlfree.io import atomic_write, save_tensors
+
+import numpy as np
+import safetensors
 
 __all__ = ["resolve_folder", "read_config", "weight_files", "read_weights", "write_weights",
            "parse_size", "CONFIG_NAME", "WEIGHTS_NAME", "WEIGHTS_INDEX_NAME"]

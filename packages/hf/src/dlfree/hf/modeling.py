@@ -13,12 +13,12 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any, ClassVar, NamedTuple
 
-import numpy as np
-
 import dlfree as dl
 from dlfree import CheckpointError, Tensor, nn
 from dlfree import functional as F
 from dlfree.dtypes import as_dtype
+
+import numpy as np
 
 from .configuration import PretrainedConfig
 from .hub import read_config, read_weights, resolve_folder, write_weights

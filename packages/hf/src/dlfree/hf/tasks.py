@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import inspect
 
-import numpy as np
-
 import dlfree as dl
 from dlfree import Tensor
 from dlfree import functional as F
+
+import numpy as np
 
 from .tokenizer import BatchEncoding, PreTrainedTokenizer
 

@@ -12,11 +12,11 @@ import os
 from collections.abc import Sequence
 from pathlib import Path
 
-import numpy as np
-import tokenizers
-
 import dlfree as dl
 from dlfree import CheckpointError, Tensor
+
+import numpy as np
+import tokenizers
 
 from .hub import resolve_folder
 

@@ -6,9 +6,9 @@ from __future__ import annotations
 import copy
 import numbers
 
-import numpy as np
-
 import dlfree as dl
+
+import numpy as np
 
 REDUCTIONS = ("sum", "mean", "cat", "min", "max")
 

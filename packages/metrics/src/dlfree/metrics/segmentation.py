@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import numbers
 
-import numpy as np
-
 import dlfree as dl
+
+import numpy as np
 
 from ._math import safe_divide
 from .metric import Metric

@@ -3,11 +3,11 @@ module and weight names (`bert.encoder.layer.0.attention.self.query.weight`, ...
 
 from __future__ import annotations
 
-import attrs
-
 import dlfree as dl
 from dlfree import functional as F
 from dlfree import nn
+
+import attrs
 
 from ..configuration import (
     PretrainedConfig,

@@ -3,12 +3,12 @@ weight names (`distilbert.transformer.layer.0.attention.q_lin.weight`, ...)."""
 
 from __future__ import annotations
 
-import attrs
-import numpy as np
-
 import dlfree as dl
 from dlfree import functional as F
 from dlfree import nn
+
+import attrs
+import numpy as np
 
 from ..configuration import (
     PretrainedConfig,

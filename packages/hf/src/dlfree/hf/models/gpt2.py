@@ -11,12 +11,12 @@ import itertools
 import math
 import re
 
-import attrs
-import numpy as np
-
 import dlfree as dl
 from dlfree import functional as F
 from dlfree import nn
+
+import attrs
+import numpy as np
 
 from ..configuration import (
     PretrainedConfig,

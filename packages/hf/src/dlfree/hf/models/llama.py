@@ -6,11 +6,11 @@ module and weight names (`model.layers.0.self_attn.q_proj.weight`, ...). Mistral
 
 from __future__ import annotations
 
-import attrs
-
 import dlfree as dl
 from dlfree import functional as F
 from dlfree import nn
+
+import attrs
 
 from ..configuration import (
     PretrainedConfig,

@@ -3,11 +3,11 @@ and its own masked-LM and classification heads (`roberta.`, `lm_head.`, `classif
 
 from __future__ import annotations
 
-import attrs
-
 import dlfree as dl
 from dlfree import functional as F
 from dlfree import nn
+
+import attrs
 
 from ..configuration import positive_int, token_id
 from ..modeling import embedding

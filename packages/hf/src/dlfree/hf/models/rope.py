@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import math
 
-import numpy as np
-
 import dlfree as dl
 from dlfree import Tensor
+
+import numpy as np
 
 __all__ = ["ROPE_TYPES", "normalize_rope_parameters", "check_rope_parameters",
            "inverse_frequencies", "RotaryEmbedding", "apply_rotary"]

@@ -3,9 +3,9 @@ decoded to binary masks, and pairwise mask IoU computed with one matrix product.
 
 from __future__ import annotations
 
-import numpy as np
-
 from dlfree.errors import ShapeError
+
+import numpy as np
 
 # Above this many pixels a float32 product could round its counts; below it every partial
 # sum of 0/1 products is an integer that float32 holds exactly.

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import numbers
 
-import numpy as np
-
 from dlfree.errors import ShapeError
+
+import numpy as np
 
 from ..metric import Metric
 from . import inputs
