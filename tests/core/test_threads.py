@@ -220,3 +220,20 @@ def test_a_pool_shut_down_meanwhile_runs_the_chunks_inline(two_threads):
         assert {c[2] for c in calls} == {threading.get_ident()}
     finally:
         threads._pool = None
+
+
+def test_numpys_openblas_is_the_one_set_when_scipy_loads_another():
+    code = """
+import json
+import numpy, scipy.linalg  # SciPy's wheels bring an OpenBLAS of their own
+from dlfree.backends import openblas
+maps = {line.split()[-1] for line in open('/proc/self/maps') if 'openblas' in line.lower()}
+print(json.dumps([openblas.library(), sorted(maps), numpy.__file__]))
+"""
+    if not os.path.exists("/proc/self/maps"):
+        pytest.skip("finds the libraries through Linux's /proc/self/maps")
+    pytest.importorskip("scipy.linalg")
+    chosen, loaded, numpy_file = _fresh(code)
+    if chosen is None:
+        pytest.skip("NumPy's BLAS here is not an OpenBLAS")
+    assert chosen.startswith(os.path.dirname(numpy_file)), (chosen, loaded)

@@ -12,25 +12,28 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import os
 import threading
 
 _lock = threading.Lock()
-_api = None  # (get_num_threads, set_num_threads), () when there is none; None: not looked up
+_api = None  # (path, get_num_threads, set_num_threads), () when none; None: not looked up
 _regions = 0  # regions running now
 _saved = 0  # OpenBLAS's thread count before the first of them
 
 
 def _find_api() -> tuple:
-    """OpenBLAS's get/set_num_threads in the loaded library; their names depend on how it
-    was built (scipy's prefix, 64-bit integers)."""
-    import numpy  # noqa: F401  (loads OpenBLAS, if it is NumPy's BLAS)
+    """(path, get_num_threads, set_num_threads) of NumPy's OpenBLAS among the loaded
+    libraries (SciPy may load an OpenBLAS of its own: NumPy's, in NumPy's folders, comes
+    first); the names depend on how it was built (scipy's prefix, 64-bit integers)."""
+    import numpy  # loads OpenBLAS, if it is NumPy's BLAS
 
     try:
         with open("/proc/self/maps") as maps:
-            paths = sorted({line.split()[-1] for line in maps if "openblas" in line.lower()})
+            paths = {line.split()[-1] for line in maps if "openblas" in line.lower()}
     except OSError:  # not Linux
         return ()
-    for path in paths:
+    numpy_dir = os.path.dirname(numpy.__file__)  # its libraries: numpy.libs, numpy/.dylibs
+    for path in sorted(paths, key=lambda p: (not os.path.dirname(p).startswith(numpy_dir), p)):
         try:
             lib = ctypes.CDLL(path)
         except OSError:
@@ -41,15 +44,25 @@ def _find_api() -> tuple:
                 set_ = getattr(lib, f"{prefix}_set_num_threads{suffix}", None)
                 if get is not None and set_ is not None:
                     set_.argtypes, set_.restype = (ctypes.c_int,), None
-                    return get, set_
+                    return path, get, set_
     return ()
 
 
-def api() -> tuple:
+def _found() -> tuple:
     global _api
     if _api is None:
         _api = _find_api()
     return _api
+
+
+def api() -> tuple:
+    """(get_num_threads, set_num_threads) of NumPy's OpenBLAS, or () where there is none."""
+    return _found()[1:]
+
+
+def library() -> str | None:
+    """The file of NumPy's OpenBLAS that `api()` talks to, or None."""
+    return _found()[0] if _found() else None
 
 
 @contextlib.contextmanager
