@@ -351,6 +351,8 @@ def test_cli_plugins_json_and_env(site, capsys):
     env = capsys.readouterr().out
     assert "dlfree: " in env and "numpy (device type cpu): available" in env
     assert "devices: cpu" in env
+    threads = f"cpu threads: {dl.get_num_threads()} (dl.set_num_threads); BLAS: "
+    assert threads in env and "OPENBLAS_THREAD_TIMEOUT=" in env
 
 
 def test_python_dash_m_dlfree():

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import importlib.metadata
 import json
+import os
 import platform
 import sys
 
@@ -66,8 +67,25 @@ def cmd_env(args) -> int:
         lines.append(f"  {name} (device type {backend_cls.device_type}): {state}")
     devices = ["cpu"] + [f"cuda:{i}" for i in range(cuda.device_count())]
     lines.append(f"devices: {', '.join(devices)}")
+    lines.append(_cpu_threads())
     print("\n".join(lines))
     return 0
+
+
+def _cpu_threads() -> str:
+    """dl.free's intra-op threads and NumPy's BLAS threads, with the OpenBLAS idle timeout
+    that decides whether the former get the cores (docs/performance.md)."""
+    import numpy
+
+    from .backends import openblas
+    from .threads import get_num_threads
+
+    blas = numpy.__config__.CONFIG.get("Build Dependencies", {}).get("blas", {}).get("name")
+    functions = openblas.api()
+    blas_threads = f", {functions[0]()} threads" if functions else ""
+    timeout = os.environ.get("OPENBLAS_THREAD_TIMEOUT", "unset")
+    return (f"cpu threads: {get_num_threads()} (dl.set_num_threads); BLAS: {blas}"
+            f"{blas_threads}, OPENBLAS_THREAD_TIMEOUT={timeout}")
 
 
 def build_parser() -> argparse.ArgumentParser:
