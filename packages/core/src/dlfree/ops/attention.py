@@ -74,6 +74,7 @@ class Attention(Function):
         # one it may see, whose weights are exactly 0 (attention over unpadded lengths)
         key_mask = on_cpu and bias is not None and not causal and bias.shape[-2] == 1
         seen = [k.shape[-2]] * len(blocks)  # per block: the keys it computes with
+        limit = _exp_limit(xp, q.dtype, k.shape[-2])
         dead = []
 
         def compute(first: int, last: int) -> None:
@@ -85,7 +86,12 @@ class Attention(Function):
 
                 qb, vb, ob, extras_b = part(q), part(v), part(out), [part(e) for e in extras]
                 qb, keys_t = _scaled_operands(xp, qb, part(k), scale)
-                bounded = not mask and _scores_bounded(xp, qb, keys_t)
+                bound = math.inf if mask else _score_bound(xp, qb, keys_t)
+                bounded = bound <= limit
+                # dividing after the product with V must not let that product overflow;
+                # with the row max subtracted the weights are at most e^0
+                divide_late = late and _products_fit(xp, vb, bound if bounded else 0.0,
+                                                     k.shape[-2])
                 if key_mask:
                     seen[index] = _seen_keys(xp, part(bias))
                 for i, (rows, keys) in enumerate(spans):
@@ -94,11 +100,12 @@ class Attention(Function):
                     for extra in extras_b:
                         scores = _add(scores, extra[..., rows, :keys] if causal else
                                       extra[..., :keys])
-                    p, d, total = _softmax(xp, scores, bool(extras), bounded, normalize=not late)
+                    p, d, total = _softmax(xp, scores, bool(extras), bounded,
+                                           normalize=not divide_late)
                     kept = p if dropout is None else p * part(dropout)[..., rows, :keys]
                     out_rows = ob[..., rows, :]
                     xp.matmul(kept, vb[..., :keys, :], out=out_rows)
-                    if late:
+                    if divide_late:
                         out_rows /= total
                     if keep:
                         stored = part(probs[i])
@@ -321,7 +328,7 @@ def _softmax(xp, scores, masked: bool, bounded: bool, normalize: bool = True) ->
     probabilities, a mask of those rows (None when there are none) and the row sums (1 in
     dead rows). With `normalize=False` the exponentials are left undivided by the sums.
 
-    `bounded` promises every finite score lies in [-_BOUND, _BOUND]: exp can then neither
+    `bounded` promises every finite score lies within `_exp_limit`: exp can then neither
     overflow nor underflow, so the row max need not be subtracted (the result is the same).
     """
     if not bounded:
@@ -342,17 +349,39 @@ def _softmax(xp, scores, masked: bool, bounded: bool, normalize: bool = True) ->
     return probs, dead, total
 
 
-_BOUND = 60.0  # e^±60 sits well inside float32's normal range, with room for long rows
+_BOUND = 60.0  # the largest |score| the fast path takes in any dtype (e^±60 suits float32)
 
 
-def _scores_bounded(xp, q, scaled_keys) -> bool:
-    """Whether |q_i · scaled_keys_j| <= _BOUND for all i, j, by Cauchy-Schwarz on the norms
+def _exp_limit(xp, dtype, n_keys: int) -> float:
+    """The largest |score| for which softmax needs no max subtraction in `dtype`: e^-limit
+    stays a normal number and n_keys terms of e^limit sum below the largest one (60 in
+    float32; about 5 in float16, whose range is narrow)."""
+    info = xp.finfo(dtype)
+    return min(_BOUND, -math.log(float(info.tiny)) - 1,
+               math.log(float(info.max)) - math.log(max(n_keys, 1)) - 1)
+
+
+def _score_bound(xp, q, scaled_keys) -> float:
+    """A bound on |q_i · scaled_keys_j| for all i, j, by Cauchy-Schwarz on the norms
     (`scaled_keys` is (..., E, S), as from `_scaled_operands`)."""
     if not q.size or not scaled_keys.size:
-        return True
+        return 0.0
     q_norm = float(xp.einsum("...i,...i->...", q, q).max())
     k_norm = float(xp.einsum("...ij,...ij->...j", scaled_keys, scaled_keys).max())
-    return math.sqrt(q_norm * k_norm) <= _BOUND
+    return math.sqrt(q_norm * k_norm)
+
+
+def _products_fit(xp, v, bound: float, n_keys: int) -> bool:
+    """Whether n_keys weights of at most e^bound times values of v sum below v's dtype's
+    largest number: then the rows can be divided by their sums after the product with V."""
+    if not v.size:
+        return True
+    largest = max(abs(float(v.max())), abs(float(v.min())))  # no |v| temporary
+    if largest == 0:
+        return True
+    top = math.log(float(xp.finfo(v.dtype).max))
+    return math.isfinite(largest) and \
+        bound + math.log(max(n_keys, 1)) + math.log(largest) < top - 1
 
 
 def _repeat_heads(xp, array, groups: int):
