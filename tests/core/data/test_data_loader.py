@@ -431,3 +431,48 @@ def test_worker_process_arguments_are_checked(kwargs, error, match):
         DataLoader(WhereLoaded(), **kwargs)
     with pytest.raises(ValueError, match="multiprocessing_context is for map-style datasets"):
         DataLoader(Unsized(), num_workers=1, multiprocessing_context="spawn")
+
+
+def test_persistent_worker_threads_serve_every_epoch_until_closed():
+    starts = []
+    loader = DataLoader(Identified(), batch_size=4, num_workers=2, persistent_workers=True,
+                        worker_init_fn=starts.append)
+    first = [tuple(int(v) for v in row) for batch in loader for row in zip(*batch)]
+    threads_then = {t.ident for t in worker_threads()}
+    epoch = iter(loader)
+    next(epoch)
+    epoch.close()  # leaving an epoch early cancels its queued loads and keeps the workers
+    second = [tuple(int(v) for v in row) for batch in loader for row in zip(*batch)]
+    assert [s[0] for s in first] == [s[0] for s in second] == list(range(40))
+    assert {t.ident for t in worker_threads()} == threads_then and len(threads_then) == 2
+    assert sorted(starts) == [0, 1]  # worker_init_fn once per worker, not per epoch
+    loader.close()
+    assert worker_threads() == []
+
+
+def test_persistent_worker_processes_keep_their_pids():
+    loader = DataLoader(WhereLoaded(), batch_size=6, num_workers=2, persistent_workers=True,
+                        multiprocessing_context="spawn")
+    try:
+        epochs = [[b["pid"].tolist() for b in loader] for _ in range(2)]
+        assert {p for e in epochs[1] for p in e} <= {p for e in epochs[0] for p in e}
+        assert [b["i"].tolist() for b in loader] == [list(range(i, i + 6))
+                                                    for i in range(0, 24, 6)]
+    finally:
+        loader.close()
+
+
+def test_persistent_workers_need_workers():
+    with pytest.raises(ValueError, match="persistent_workers keeps worker threads or processes"):
+        DataLoader(Records(), persistent_workers=True)
+    with pytest.raises(ValueError, match="persistent_workers must be True or False"):
+        DataLoader(Records(), num_workers=1, persistent_workers="yes")
+
+
+def test_a_stream_with_persistent_workers_reads_each_epoch_afresh():
+    loader = DataLoader(Sharded(), batch_size=5, num_workers=2, persistent_workers=True)
+    try:
+        for _ in range(2):
+            assert [b.tolist() for b in loader] == [[0, 1, 2, 3, 4], [5, 6, 7, 8, 9], [10, 11]]
+    finally:
+        loader.close()

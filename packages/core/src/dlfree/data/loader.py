@@ -15,7 +15,7 @@ from ..random import Generator
 from ..tensor import Tensor
 from .collate import default_collate, default_convert, rebuild_mapping
 from .dataset import IterableDataset
-from .prefetch import Prefetcher
+from .prefetch import Prefetcher, Workers
 from .sampler import BatchSampler, RandomSampler, SequentialSampler, boolean, positive_int
 
 _END = object()
@@ -45,6 +45,9 @@ class DataLoader:
       such as "spawn", or a context) the workers of a map-style dataset are processes
       instead, for items whose loading is mostly Python; the dataset, collate_fn and
       worker_init_fn must then pickle, and `device=` placement happens in this process.
+      `persistent_workers=True` keeps the workers from one epoch to the next (worker_init_fn
+      runs once per worker) until `close()` or the loader is collected: starting processes
+      each epoch costs about a second.
     - `device=` places every tensor of a batch on that device (after collation, in the
       worker when there are workers).
     - `pin_memory` is accepted for compatibility and ignored: batches are copied to the
@@ -56,7 +59,9 @@ class DataLoader:
                  sampler=None, batch_sampler=None, num_workers: int = 0, collate_fn=None,
                  pin_memory: bool = False, drop_last: bool = False, timeout: float = 0,
                  worker_init_fn=None, multiprocessing_context=None, *,
-                 generator: Generator | None = None, prefetch_factor: int = 2, device=None):
+                 generator: Generator | None = None, prefetch_factor: int = 2,
+                 persistent_workers: bool = False, device=None):
+        self._workers: Workers | None = None  # the persistent ones, once started
         if not isinstance(shuffle, bool):
             raise ValueError(f"DataLoader: shuffle must be True or False, got {shuffle!r}")
         if not isinstance(num_workers, numbers.Integral) or num_workers < 0:
@@ -72,6 +77,12 @@ class DataLoader:
         if timeout and not num_workers:
             raise ValueError("DataLoader: timeout applies to worker threads; set "
                              "num_workers > 0, or leave timeout at 0")
+        if not isinstance(persistent_workers, bool):
+            raise ValueError(f"DataLoader: persistent_workers must be True or False, got "
+                             f"{persistent_workers!r}")
+        if persistent_workers and not num_workers:
+            raise ValueError("DataLoader: persistent_workers keeps worker threads or "
+                             "processes between epochs; set num_workers > 0 as well")
         if worker_init_fn is not None and not callable(worker_init_fn):
             raise TypeError(f"DataLoader: worker_init_fn must be callable (it gets the worker's "
                             f"id), got {worker_init_fn!r}")
@@ -111,6 +122,7 @@ class DataLoader:
         self.timeout = float(timeout)
         self.worker_init_fn = worker_init_fn
         self.multiprocessing_context = context
+        self.persistent_workers = persistent_workers
         self.device = Device(device) if device is not None else None
         self._batched = batch_sampler is not None or (iterable and batch_size is not None)
         self.collate_fn = collate_fn or (default_collate if self._batched else default_convert)
@@ -138,11 +150,30 @@ class DataLoader:
         """One batch: fetch the items, collate them, place them."""
         return self._place(self._fetch()(indices))
 
-    def _prefetcher(self, job, arguments, workers: int, finish=None) -> Prefetcher:
-        return Prefetcher(job, arguments, workers, self.prefetch_factor * self.num_workers,
-                          dataset=self.dataset, worker_init_fn=self.worker_init_fn,
-                          timeout=self.timeout or None, finish=finish,
-                          context=self.multiprocessing_context if finish else None)
+    def _prefetcher(self, job, arguments, count: int, processes: bool = False) -> Prefetcher:
+        """This epoch's prefetcher, on the persistent workers or on new ones."""
+        workers = self._workers
+        if workers is None:
+            workers = Workers(count, job=job if processes else None, dataset=self.dataset,
+                              worker_init_fn=self.worker_init_fn,
+                              context=self.multiprocessing_context if processes else None)
+            if self.persistent_workers:
+                self._workers = workers
+        return Prefetcher(workers, job, arguments, self.prefetch_factor * self.num_workers,
+                          timeout=self.timeout or None,
+                          finish=self._place if processes else None,
+                          shared=self.persistent_workers)
+
+    def close(self) -> None:
+        """Stop the persistent workers now (they also stop when the loader is collected)."""
+        workers, self._workers = self._workers, None
+        if workers is not None:
+            workers.shutdown()
+
+    def __del__(self):
+        workers = getattr(self, "_workers", None)
+        if workers is not None:
+            workers.shutdown(wait=False)
 
     def _index_batches(self, epoch_id: int, skip: int):
         """The sampler's batches of indices for one epoch, the first `skip` left out. The pass
@@ -267,7 +298,7 @@ class _EpochIterator:
             indices = loader._index_batches(self._epoch_id, skip)
             if loader.num_workers and loader.multiprocessing_context is not None:
                 batches = loader._prefetcher(loader._fetch(), indices, loader.num_workers,
-                                             finish=loader._place)
+                                             processes=True)
             elif loader.num_workers:
                 batches = loader._prefetcher(loader._load, indices, loader.num_workers)
             else:

@@ -58,46 +58,65 @@ def _run_job(argument):
     return _JOB(argument)
 
 
-class Prefetcher:
-    """Runs `job` on each of `arguments` on `workers` threads, at most `depth` ahead of the
-    consumer, and yields the results in the order of the arguments. With a multiprocessing
-    `context`, the workers are processes of it, each with a copy of `job` (which must
-    pickle), and `finish` is applied to each result in the consumer's thread.
+class Workers:
+    """The DataLoader's workers: `count` threads, or processes of a multiprocessing `context`
+    each holding a copy of `job` (which must pickle). Each worker, when it starts, gets its
+    WorkerInfo (`get_worker_info`) for `dataset` and calls `worker_init_fn(id)` when given.
+    One epoch's Prefetcher uses them, or every epoch's (persistent workers)."""
 
-    Each worker, when it starts, gets its WorkerInfo (`get_worker_info`) for `dataset` and
-    calls `worker_init_fn(id)` when given. A task's exception is raised in the consumer's
-    thread with the worker's traceback; a result not ready within `timeout` seconds (when
-    given) raises TimeoutError and stops waiting for the threads (a thread cannot be
-    stopped: a stuck one ends when its task does); `close()` (also run when the results run
-    out or on an error) cancels what has not started, waits for what has, and ends the
-    threads.
+    def __init__(self, count: int, *, job: Callable | None = None, dataset=None,
+                 worker_init_fn: Callable[[int], object] | None = None, context=None):
+        self.kind = "thread" if context is None else "process"
+        if context is None:
+            ids = itertools.count()  # next() on a count is atomic under the GIL
+            self._executor: ThreadPoolExecutor | ProcessPoolExecutor = ThreadPoolExecutor(
+                count, thread_name_prefix=THREAD_PREFIX,
+                initializer=lambda: _start_worker(next(ids), count, dataset, worker_init_fn))
+        else:
+            ids = context.Queue()
+            for worker_id in range(count):
+                ids.put(worker_id)
+            self._executor = ProcessPoolExecutor(
+                count, mp_context=context, initializer=_start_process,
+                initargs=(ids, count, job, dataset, worker_init_fn))
+
+    def submit(self, job: Callable, argument) -> concurrent.futures.Future:
+        """job(argument) on a worker thread; on a worker process, the process's own job."""
+        if self.kind == "process":
+            return self._executor.submit(_run_job, argument)
+        return self._executor.submit(job, argument)
+
+    def shutdown(self, wait: bool = True) -> None:
+        """Cancel what has not started and end the workers (after what runs, if `wait`)."""
+        self._executor.shutdown(wait=wait, cancel_futures=True)
+
+
+class Prefetcher:
+    """Runs `job` on each of `arguments` on `workers` (a Workers), at most `depth` ahead of
+    the consumer, and yields the results in the order of the arguments, each passed through
+    `finish` (in the consumer's thread) when given.
+
+    A task's exception is raised in the consumer's thread with the worker's traceback; a
+    result not ready within `timeout` seconds (when given) raises TimeoutError and stops
+    waiting for the workers (a thread cannot be stopped: a stuck one ends when its task
+    does). `close()` (also run when the results run out or on an error) cancels what has not
+    started and waits for what has; it shuts the workers down too unless they are `shared`
+    with later epochs.
     """
 
-    def __init__(self, job: Callable, arguments: Iterator, workers: int, depth: int, *,
-                 dataset=None, worker_init_fn: Callable[[int], object] | None = None,
-                 timeout: float | None = None, context=None, finish: Callable | None = None):
-        self._pool: ThreadPoolExecutor | ProcessPoolExecutor | None = None
+    def __init__(self, workers: Workers, job: Callable, arguments: Iterator, depth: int, *,
+                 timeout: float | None = None, finish: Callable | None = None,
+                 shared: bool = False):
+        self._pool: Workers | None = workers
+        self._job = job
         self._arguments = arguments
         self._depth = depth
         self._timeout = timeout
         self._finish = finish
+        self._shared = shared
+        self._kind = workers.kind
         self._pending: collections.deque = collections.deque()
         self._submitted = 0
-        self._kind = "thread" if context is None else "process"
-        if context is None:
-            ids = itertools.count()  # next() on a count is atomic under the GIL
-            self._job = job
-            self._pool = ThreadPoolExecutor(
-                workers, thread_name_prefix=THREAD_PREFIX,
-                initializer=lambda: _start_worker(next(ids), workers, dataset, worker_init_fn))
-        else:
-            ids = context.Queue()
-            for worker_id in range(workers):
-                ids.put(worker_id)
-            self._job = _run_job
-            self._pool = ProcessPoolExecutor(
-                workers, mp_context=context, initializer=_start_process,
-                initargs=(ids, workers, job, dataset, worker_init_fn))
         self._fill()
 
     def _fill(self) -> None:
@@ -133,12 +152,20 @@ class Prefetcher:
         return result if self._finish is None else self._finish(result)
 
     def close(self, wait: bool = True) -> None:
-        """Stop the workers: cancel queued tasks, wait for running ones (unless not `wait`),
-        join the threads."""
+        """Cancel queued tasks, wait for running ones (unless not `wait`), and end the
+        workers unless they are shared."""
         pool, self._pool = self._pool, None
-        if pool is not None:
-            self._pending.clear()
-            pool.shutdown(wait=wait, cancel_futures=True)
+        if pool is None:
+            return
+        futures = [future for _, future in self._pending]
+        self._pending.clear()
+        if not self._shared:
+            pool.shutdown(wait=wait)
+            return
+        for future in futures:
+            future.cancel()
+        if wait:
+            concurrent.futures.wait(futures)
 
     def __del__(self):
         self.close()
