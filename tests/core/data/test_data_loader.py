@@ -476,3 +476,15 @@ def test_a_stream_with_persistent_workers_reads_each_epoch_afresh():
             assert [b.tolist() for b in loader] == [[0, 1, 2, 3, 4], [5, 6, 7, 8, 9], [10, 11]]
     finally:
         loader.close()
+
+
+def refuse_to_start(worker_id):
+    raise OSError(f"worker {worker_id} found no GPU to seed")
+
+
+@pytest.mark.parametrize("context", [None, "spawn"], ids=["threads", "processes"])
+def test_an_error_in_worker_init_fn_is_raised_here_as_itself(context):
+    loader = DataLoader(WhereLoaded(), batch_size=4, num_workers=2,
+                        worker_init_fn=refuse_to_start, multiprocessing_context=context)
+    with pytest.raises(OSError, match=r"worker \d found no GPU to seed"):
+        list(loader)

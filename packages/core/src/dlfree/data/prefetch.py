@@ -45,33 +45,41 @@ def _start_worker(worker_id: int, workers: int, dataset, worker_init_fn) -> None
         worker_init_fn(worker_id)
 
 
-_JOB = None  # in a worker process: the callable its tasks apply to their arguments
+# in a worker process: the callable its tasks apply to their arguments, and what its first
+# task starts the worker with (so that an error in worker_init_fn reaches the loader)
+_JOB = None
+_START = None
 
 
 def _start_process(ids, workers: int, job, dataset, worker_init_fn) -> None:
-    global _JOB
-    _JOB = job
-    _start_worker(ids.get(), workers, dataset, worker_init_fn)
+    global _JOB, _START
+    _JOB, _START = job, (ids, workers, dataset, worker_init_fn)
 
 
 def _run_job(argument):
+    global _START
+    if _START is not None:
+        ids, workers, dataset, worker_init_fn = _START
+        _START = None
+        _start_worker(ids.get(), workers, dataset, worker_init_fn)
     return _JOB(argument)
 
 
 class Workers:
     """The DataLoader's workers: `count` threads, or processes of a multiprocessing `context`
-    each holding a copy of `job` (which must pickle). Each worker, when it starts, gets its
-    WorkerInfo (`get_worker_info`) for `dataset` and calls `worker_init_fn(id)` when given.
-    One epoch's Prefetcher uses them, or every epoch's (persistent workers)."""
+    each holding a copy of `job` (which must pickle). Each worker, before its first task,
+    gets its WorkerInfo (`get_worker_info`) for `dataset` and calls `worker_init_fn(id)`
+    when given; an error there is that task's error. One epoch's Prefetcher uses them, or
+    every epoch's (persistent workers)."""
 
     def __init__(self, count: int, *, job: Callable | None = None, dataset=None,
                  worker_init_fn: Callable[[int], object] | None = None, context=None):
         self.kind = "thread" if context is None else "process"
+        self._start = (count, dataset, worker_init_fn)
+        self._ids = itertools.count()  # next() on a count is atomic under the GIL
         if context is None:
-            ids = itertools.count()  # next() on a count is atomic under the GIL
             self._executor: ThreadPoolExecutor | ProcessPoolExecutor = ThreadPoolExecutor(
-                count, thread_name_prefix=THREAD_PREFIX,
-                initializer=lambda: _start_worker(next(ids), count, dataset, worker_init_fn))
+                count, thread_name_prefix=THREAD_PREFIX)
         else:
             ids = context.Queue()
             for worker_id in range(count):
@@ -84,7 +92,14 @@ class Workers:
         """job(argument) on a worker thread; on a worker process, the process's own job."""
         if self.kind == "process":
             return self._executor.submit(_run_job, argument)
-        return self._executor.submit(job, argument)
+        return self._executor.submit(self._run_in_thread, job, argument)
+
+    def _run_in_thread(self, job: Callable, argument):
+        if getattr(_CURRENT, "workers", None) is not self:  # this thread's first task here
+            _CURRENT.workers = self
+            count, dataset, worker_init_fn = self._start
+            _start_worker(next(self._ids), count, dataset, worker_init_fn)
+        return job(argument)
 
     def shutdown(self, wait: bool = True) -> None:
         """Cancel what has not started and end the workers (after what runs, if `wait`)."""
