@@ -10,8 +10,8 @@ from pathlib import Path
 import numpy as np
 
 from ...io import atomic_write
-from ..dataset import Dataset
 from .download import download_url
+from .images import LabelledImages
 
 RECORD_BYTES = 1 + 3 * 32 * 32  # a label byte, then the red, green and blue 32x32 planes
 FOLDER = "cifar-10-batches-bin"
@@ -37,7 +37,7 @@ def read_cifar_batch(path: str | os.PathLike, num_classes: int = 10
     return records[:, 1:].reshape(-1, 3, 32, 32), labels
 
 
-class CIFAR10(Dataset):
+class CIFAR10(LabelledImages):
     """CIFAR-10: 50,000 training and 10,000 test colour images of 32x32 in 10 classes.
 
     `root` holds the binary version's files (`data_batch_1.bin` ... `data_batch_5.bin`,
@@ -85,17 +85,6 @@ class CIFAR10(Dataset):
                                 f"{self.root / FOLDER}; put the binary version's files there "
                                 "or pass download=True")
 
-    def __len__(self) -> int:
-        return len(self.data)
-
-    def __getitem__(self, index: int):
-        image = self.data[index].astype(np.float32) / 255
-        label = int(self.targets[index])
-        if self.transform is not None:
-            image = self.transform(image)
-        if self.target_transform is not None:
-            label = self.target_transform(label)
-        return image, label
 
 
 def _extract_batches(archive: Path, folder: Path) -> None:

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..dataset import Dataset
+from .images import LabelledImages
 
 
-class Digits(Dataset):
+class Digits(LabelledImages):
     """The 1,797 8x8 digit images that ship with scikit-learn (`sklearn.datasets.load_digits`).
 
     `data` is uint8 (1797, 8, 8) with pixel values 0 to 16, `targets` int64 labels 0 to 9;
@@ -17,6 +17,7 @@ class Digits(Dataset):
     """
 
     classes = [str(d) for d in range(10)]
+    pixel_max = 16
 
     def __init__(self, transform=None, target_transform=None):
         try:
@@ -31,14 +32,3 @@ class Digits(Dataset):
         self.transform = transform
         self.target_transform = target_transform
 
-    def __len__(self) -> int:
-        return len(self.data)
-
-    def __getitem__(self, index: int):
-        image = (self.data[index].astype(np.float32) / 16)[None]
-        label = int(self.targets[index])
-        if self.transform is not None:
-            image = self.transform(image)
-        if self.target_transform is not None:
-            label = self.target_transform(label)
-        return image, label

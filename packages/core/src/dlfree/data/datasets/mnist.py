@@ -9,8 +9,8 @@ from pathlib import Path
 
 import numpy as np
 
-from ..dataset import Dataset
 from .download import download_from_mirrors
+from .images import LabelledImages
 
 IMAGES_MAGIC = 2051  # 0x00000803: unsigned bytes, 3 dimensions
 LABELS_MAGIC = 2049  # 0x00000801: unsigned bytes, 1 dimension
@@ -50,7 +50,7 @@ def read_idx(path: str | os.PathLike, magic: int) -> np.ndarray:
     return np.frombuffer(raw, dtype=np.uint8, offset=header).reshape(dims)
 
 
-class MNIST(Dataset):
+class MNIST(LabelledImages):
     """The MNIST handwritten digits: 60,000 training and 10,000 test images of 28x28.
 
     `root` is a folder holding `train-images-idx3-ubyte`, `train-labels-idx1-ubyte`,
@@ -104,17 +104,6 @@ class MNIST(Dataset):
         raise FileNotFoundError(f"{type(self).__name__}: {name} (or {name}.gz) is not in "
                                 f"{self.root}; put the files there or pass download=True")
 
-    def __len__(self) -> int:
-        return len(self.data)
-
-    def __getitem__(self, index: int):
-        image = (self.data[index].astype(np.float32) / 255)[None]
-        label = int(self.targets[index])
-        if self.transform is not None:
-            image = self.transform(image)
-        if self.target_transform is not None:
-            label = self.target_transform(label)
-        return image, label
 
 
 class FashionMNIST(MNIST):
