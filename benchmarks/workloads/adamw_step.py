@@ -10,17 +10,19 @@ a second.
 
 import numpy as np
 
-from .optimizer_model import dlfree_parameters, model, numpy_moments, stepping, torch_parameters
-from .plan import Plan
+from .optimizer_model import (
+    PLANS,  # noqa: F401  (the workload's plans, shared by the optimizer workloads)
+    dlfree_parameters,
+    model,
+    numpy_moments,
+    stepping,
+    torch_parameters,
+)
 
 NAME = "adamw_step"
 DESCRIPTION = "AdamW step, 100 float32 tensors of 100,000 elements (10M parameters)"
 UNIT = "ms"
 TARGETS = {"torch": 1.5}
-# torch's first two steps take up to 10x longer while fresh pages are faulted in for its
-# temporaries; the warm-up gets past them.
-PLANS = {"full": Plan(rounds=15, iterations=5, warmup=5),
-         "quick": Plan(rounds=3, iterations=2, warmup=3)}
 
 LR, WEIGHT_DECAY = 1e-3, 0.01
 BETAS, EPS = (0.9, 0.999), 1e-8

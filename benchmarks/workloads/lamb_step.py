@@ -9,17 +9,19 @@ frameworks after one step and after a second.
 
 import numpy as np
 
-from .optimizer_model import dlfree_parameters, model, numpy_moments, stepping, torch_parameters
-from .plan import Plan
+from .optimizer_model import (
+    PLANS,  # noqa: F401  (the workload's plans, shared by the optimizer workloads)
+    dlfree_parameters,
+    model,
+    numpy_moments,
+    stepping,
+    torch_parameters,
+)
 
 NAME = "lamb_step"
 DESCRIPTION = "LAMB step, 100 float32 tensors of 100,000 elements (10M parameters)"
 UNIT = "ms"
 TARGETS = {"torch_optimizer": 1.5}
-# torch's first two steps take up to 10x longer while fresh pages are faulted in for its
-# temporaries; the warm-up gets past them.
-PLANS = {"full": Plan(rounds=15, iterations=5, warmup=5),
-         "quick": Plan(rounds=3, iterations=2, warmup=3)}
 
 LR, BETAS, EPS, CLAMP_VALUE = 1e-3, (0.9, 0.999), 1e-6, 10.0
 

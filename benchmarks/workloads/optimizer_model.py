@@ -1,12 +1,19 @@
 """The model the optimizer-step workloads share: 10M float32 parameters in 100 tensors with
-fixed gradients, and its set-up in each framework (imported inside the builders)."""
+fixed gradients, its set-up in each framework (imported inside the builders), and the
+timing plans of those workloads."""
 
 import numpy as np
+
+from .plan import Plan
 
 # Shapes of 100,000 elements each, repeated 25 times: vectors, matrices and a 3-d tensor,
 # so that no implementation can count on one layout.
 SHAPES = [(100_000,), (1000, 100), (250, 400), (20, 50, 100)] * 25
 INIT_STD = 0.02
+# torch's first two steps take up to 10x longer while fresh pages are faulted in for its
+# temporaries; the warm-up gets past them.
+PLANS = {"full": Plan(rounds=15, iterations=5, warmup=5),
+         "quick": Plan(rounds=3, iterations=2, warmup=3)}
 
 
 def model():
