@@ -75,16 +75,14 @@ def cmd_env(args) -> int:
 def _cpu_threads() -> str:
     """dl.free's intra-op threads and NumPy's BLAS threads, with the OpenBLAS idle timeout
     that decides whether the former get the cores (docs/performance.md)."""
-    import numpy
-
     from .backends import openblas
     from .threads import get_num_threads
 
-    blas = numpy.__config__.CONFIG.get("Build Dependencies", {}).get("blas", {}).get("name")
     functions = openblas.api()
     blas_threads = f", {functions[0]()} threads" if functions else ""
     timeout = os.environ.get("OPENBLAS_THREAD_TIMEOUT", "unset")
-    return (f"cpu threads: {get_num_threads()} (dl.set_num_threads); BLAS: {blas}"
+    return (f"cpu threads: {get_num_threads()} (dl.set_num_threads); "
+            f"BLAS: {openblas.numpy_blas() or 'unknown'}"
             f"{blas_threads}, OPENBLAS_THREAD_TIMEOUT={timeout}")
 
 

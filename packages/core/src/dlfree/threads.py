@@ -100,10 +100,9 @@ def _blas_threads_sleep() -> bool:
     timeout was set in time, and when the BLAS is not OpenBLAS."""
     if _blas_quiet:
         return True
-    import numpy
+    from .backends.openblas import numpy_blas
 
-    blas = numpy.__config__.CONFIG.get("Build Dependencies", {}).get("blas", {})
-    return "openblas" not in str(blas.get("name", "")).lower()
+    return "openblas" not in numpy_blas().lower()
 
 
 def _executor(workers: int) -> ThreadPoolExecutor:

@@ -21,6 +21,15 @@ _regions = 0  # regions running now
 _saved = 0  # OpenBLAS's thread count before the first of them
 
 
+def numpy_blas() -> str:
+    """The name of the BLAS NumPy was built with ("scipy-openblas", "accelerate", ...), or
+    "" where NumPy does not say."""
+    import numpy
+
+    blas = numpy.__config__.CONFIG.get("Build Dependencies", {}).get("blas", {})
+    return str(blas.get("name") or "")
+
+
 def _find_api() -> tuple:
     """(path, get_num_threads, set_num_threads) of NumPy's OpenBLAS among the loaded
     libraries (SciPy may load an OpenBLAS of its own: NumPy's, in NumPy's folders, comes
