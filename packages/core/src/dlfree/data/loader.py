@@ -150,8 +150,12 @@ class DataLoader:
         """One batch: fetch the items, collate them, place them."""
         return self._place(self._fetch()(indices))
 
-    def _prefetcher(self, job, arguments, count: int, processes: bool = False) -> Prefetcher:
-        """This epoch's prefetcher, on the persistent workers or on new ones."""
+    def _prefetcher(self, arguments, count: int, job=None) -> Prefetcher:
+        """This epoch's prefetcher over `arguments`, on the persistent workers or on `count`
+        new ones; the job loads a batch of indices unless given (a stream's reader)."""
+        processes = self.multiprocessing_context is not None  # (never for a stream)
+        if job is None:
+            job = self._fetch() if processes else self._load
         workers = self._workers
         if workers is None:
             workers = Workers(count, job=job if processes else None, dataset=self.dataset,
@@ -292,15 +296,12 @@ class _EpochIterator:
             if loader.num_workers:
                 # A stream yields in order, so one thread reads it; tasks pull the next batch.
                 stream = batches
-                batches = loader._prefetcher(lambda _: next(stream, _END),
-                                             itertools.repeat(None), 1)
+                batches = loader._prefetcher(itertools.repeat(None), 1,
+                                             job=lambda _: next(stream, _END))
         else:
             indices = loader._index_batches(self._epoch_id, skip)
-            if loader.num_workers and loader.multiprocessing_context is not None:
-                batches = loader._prefetcher(loader._fetch(), indices, loader.num_workers,
-                                             processes=True)
-            elif loader.num_workers:
-                batches = loader._prefetcher(loader._load, indices, loader.num_workers)
+            if loader.num_workers:
+                batches = loader._prefetcher(indices, loader.num_workers)
             else:
                 batches = map(loader._load, indices)
         self._batches = batches
