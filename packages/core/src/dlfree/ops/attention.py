@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import math
 
 from ..amp.casts import AUTOCAST, to_autocast_dtype
@@ -80,10 +81,7 @@ class Attention(Function):
         def compute(first: int, last: int) -> None:
             for index in range(first, last):
                 lo, hi = blocks[index]
-
-                def part(a, lo=lo, hi=hi):
-                    return _block(a, lo, hi, len(batch))
-
+                part = functools.partial(_block, lo=lo, hi=hi, batch_dims=len(batch))
                 qb, vb, ob, extras_b = part(q), part(v), part(out), [part(e) for e in extras]
                 qb, keys_t = _scaled_operands(xp, qb, part(k), scale)
                 bound = math.inf if mask else _score_bound(xp, qb, keys_t)
@@ -156,10 +154,7 @@ class Attention(Function):
         def compute(first_block: int, last_block: int) -> None:
             for index in range(first_block, last_block):
                 lo, hi = self.blocks[index]
-
-                def part(a, lo=lo, hi=hi):
-                    return _block(a, lo, hi, len(batch))
-
+                part = functools.partial(_block, lo=lo, hi=hi, batch_dims=len(batch))
                 go_b, q_b, k_b, v_b = part(go), part(q), part(k), part(v)
                 dq_b, dk_b, dv_b = part(dq), part(dk), part(dv)
                 # rowsum(dP ⊙ P) equals rowsum(dO ⊙ O), which is cheaper when Ev < S
