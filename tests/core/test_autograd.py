@@ -258,3 +258,37 @@ def test_cast_is_differentiable_and_grad_keeps_leaf_dtype():
     (x.double() ** 2).sum().backward()
     assert x.grad.dtype == dl.float32
     np.testing.assert_allclose(x.grad.numpy(), [2.0, 4.0])
+
+
+def test_post_accumulate_grad_hook_runs_once_the_leaf_gradient_is_complete():
+    """The hook sees the summed `.grad` of a leaf used twice, and it runs as soon as the last
+    op feeding the leaf has run: before backward reaches the ops nearer the input."""
+    x = dl.tensor([1.0, 2.0], requires_grad=True)
+    w1 = dl.tensor([3.0, 4.0], requires_grad=True)
+    w2 = dl.tensor([5.0, 6.0], requires_grad=True)
+    events = []
+    w2.register_post_accumulate_grad_hook(
+        lambda t: events.append(("w2", t.grad.numpy().copy())))
+    w1.register_post_accumulate_grad_hook(lambda t: events.append(("w1", None)))
+    a = x * w1
+    a.register_hook(lambda g: events.append(("a", None)))
+    b = a * w2 + w2 * w2  # w2 feeds two ops; its hook must wait for both
+    b.sum().backward()
+    assert [name for name, _ in events] == ["w2", "a", "w1"]
+    np.testing.assert_allclose(events[0][1], (x * w1).detach().numpy() + 2 * w2.detach().numpy())
+
+
+def test_post_accumulate_grad_hook_handle_and_misuse():
+    w = dl.tensor([1.0], requires_grad=True)
+    calls = []
+    handle = w.register_post_accumulate_grad_hook(calls.append)
+    (w * 2).sum().backward()
+    (w * 2).sum().backward(inputs=[w])
+    assert calls == [w, w] and w.grad.item() == 4.0
+    handle.remove()
+    (w * 2).sum().backward()
+    assert len(calls) == 2
+    with pytest.raises(dl.AutogradError, match="leaf tensors"):
+        (w * 2).register_post_accumulate_grad_hook(calls.append)
+    with pytest.raises(dl.AutogradError, match="does not require grad"):
+        dl.tensor([1.0]).register_post_accumulate_grad_hook(calls.append)

@@ -18,7 +18,7 @@ class Tensor:
     """An n-dimensional array on a device that can record the ops applied to it."""
 
     __slots__ = ("_data", "_device", "requires_grad", "grad", "grad_fn", "_vc", "_view",
-                 "_hooks", "__weakref__")
+                 "_hooks", "_post_hooks", "__weakref__")
 
     # Let Tensor win over NumPy arrays in mixed binary ops (ndarray + Tensor -> Tensor).
     __array_priority__ = 1000
@@ -36,6 +36,7 @@ class Tensor:
         self._vc = [0]
         self._view = None
         self._hooks = None
+        self._post_hooks = None
         if requires_grad:
             self.requires_grad_(True)
 
@@ -51,6 +52,7 @@ class Tensor:
         t._vc = [0]
         t._view = None
         t._hooks = None
+        t._post_hooks = None
         return t
 
     # ----------------------------------------------------------------- properties
@@ -248,6 +250,21 @@ class Tensor:
         hooks[handle.key] = hook
         return handle
 
+    def register_post_accumulate_grad_hook(self, hook) -> _HookHandle:
+        """Call `hook(tensor)` on this leaf right after backward has added its gradient into
+        `.grad`, as soon as the last op feeding it has run (not when the whole backward ends):
+        DistributedDataParallel starts a bucket's all-reduce from here. The hook's return
+        value is ignored; it may read or modify `tensor.grad` in place."""
+        if not self.requires_grad or self.grad_fn is not None:
+            what = "has a grad_fn" if self.grad_fn is not None else "does not require grad"
+            raise AutogradError("post-accumulate-grad hooks go on leaf tensors that require "
+                                f"grad (parameters); this tensor {what}")
+        if self._post_hooks is None:
+            self._post_hooks = {}
+        handle = _HookHandle(self._post_hooks)
+        self._post_hooks[handle.key] = hook
+        return handle
+
     def retain_grad(self) -> None:
         """Keep `.grad` on this non-leaf tensor after backward (leaves always keep it)."""
         if not self.requires_grad:
@@ -315,6 +332,7 @@ class Parameter(Tensor):
         self._vc = [0]
         self._view = None
         self._hooks = None
+        self._post_hooks = None
         if requires_grad:
             self.requires_grad_(True)
 

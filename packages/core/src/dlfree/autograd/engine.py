@@ -41,6 +41,21 @@ def _leading_to(order: list, targets: dict) -> list:
     return [node for node in order if node in useful]
 
 
+def _completed_leaves(order: list) -> dict:
+    """For each node, the leaves whose gradient is complete once it has run: those it is the
+    last node of `order` to feed. Delivering them then, not after the whole traversal, lets
+    a post-accumulate hook (DistributedDataParallel's all-reduce) start during backward."""
+    last: dict = {}
+    for node in order:
+        for e in node.next_edges:
+            if e is not None and not isinstance(e, Function):
+                last[e] = node
+    ready: dict = {}
+    for leaf, node in last.items():
+        ready.setdefault(node, []).append(leaf)
+    return ready
+
+
 def _root_gradients(outputs, grad_outputs):
     grads = []
     for i, out in enumerate(outputs):
@@ -120,8 +135,14 @@ def run_backward(outputs, grad_outputs, retain_graph, create_graph, inputs=None,
     quiet.__enter__()
     delivered = {id(g._data) for g in root_grads}
     leaves = []
+    ready = _completed_leaves(order)
+    complete = ()
     try:
         for node in order:
+            for leaf in complete:  # the previous node was the last to feed these
+                if leaf in grads:
+                    _deliver(leaf, grads.pop(leaf), targets, create_graph, delivered)
+            complete = ready.get(node, ())
             g = grads.pop(node, None)
             if g is None:
                 continue
@@ -168,18 +189,9 @@ def run_backward(outputs, grad_outputs, retain_graph, create_graph, inputs=None,
         for leaf in [o for o in outputs if o.grad_fn is None]:
             if leaf not in leaves:
                 leaves.append(leaf)
-        for leaf in leaves:
-            g = grads.pop(leaf)
-            if leaf._hooks:
-                for hook in list(leaf._hooks.values()):
-                    new = hook(g)
-                    if new is not None:
-                        g = new
-            if targets is not None:
-                if leaf in targets:
-                    targets[leaf] = g
-                continue
-            _accumulate(leaf, g, create_graph, delivered)
+        for leaf in leaves:  # those not delivered on the way: fed by the last node, or roots
+            if leaf in grads:
+                _deliver(leaf, grads.pop(leaf), targets, create_graph, delivered)
     finally:
         STATE.enabled, STATE.quiet, STATE.backward = prev_mode, prev_quiet, prev_backward
         quiet.__exit__(None, None, None)
@@ -196,6 +208,21 @@ def run_backward(outputs, grad_outputs, retain_graph, create_graph, inputs=None,
             )
         result.append(g)
     return tuple(result)
+
+
+def _deliver(leaf, g, targets, create_graph, delivered) -> None:
+    """Hand a leaf its complete gradient: through its hooks, then into `.grad` (or into
+    `targets` for autograd.grad)."""
+    if leaf._hooks:
+        for hook in list(leaf._hooks.values()):
+            new = hook(g)
+            if new is not None:
+                g = new
+    if targets is not None:
+        if leaf in targets:
+            targets[leaf] = g
+        return
+    _accumulate(leaf, g, create_graph, delivered)
 
 
 def _accumulate(leaf, g, create_graph, delivered) -> None:
@@ -220,3 +247,6 @@ def _accumulate(leaf, g, create_graph, delivered) -> None:
     else:
         leaf.grad._data += g._data
         leaf.grad._vc[0] += 1
+    if leaf._post_hooks:
+        for hook in list(leaf._post_hooks.values()):
+            hook(leaf)

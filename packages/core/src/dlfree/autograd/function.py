@@ -75,6 +75,7 @@ class Function:
         result._vc = [0]
         result._view = None
         result._hooks = None
+        result._post_hooks = None
         if record:
             fn.next_edges = tuple([
                 t.grad_fn if t.grad_fn is not None else (t if t.requires_grad else None)
