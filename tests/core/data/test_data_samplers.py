@@ -93,7 +93,8 @@ def test_distributed_sampler_reads_the_launchers_environment(monkeypatch):
     sampler = DistributedSampler(range(8), shuffle=False)
     assert (sampler.num_replicas, sampler.rank, list(sampler)) == (4, 2, [2, 6])
     monkeypatch.delenv("RANK")
-    with pytest.raises(ValueError, match=r"pass rank= \(or set RANK"):
+    with pytest.raises(ValueError, match=r"pass rank= \(or call dlfree.distributed"
+                                         r".init_process_group\(\) first, or set RANK"):
         DistributedSampler(range(8))
     with pytest.raises(ValueError, match=r"rank must be an integer in \[0, 1\], got 2"):
         DistributedSampler(range(8), num_replicas=2, rank=2)

@@ -17,6 +17,7 @@ from . import (  # noqa: E402
     autograd,
     cuda,
     data,
+    distributed,
     functional,
     io,
     linalg,

@@ -27,3 +27,8 @@ class PluginError(DLFreeError, RuntimeError):
 
 class CheckpointError(DLFreeError, ValueError):
     """A model or checkpoint file that is corrupt, truncated or does not fit."""
+
+
+class DistributedError(DLFreeError, RuntimeError):
+    """A collective that cannot run: ranks that disagree on it, a process group that is
+    missing, or a peer that did not answer in time."""

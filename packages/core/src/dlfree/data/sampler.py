@@ -208,11 +208,19 @@ class BatchSampler(Sampler):
 
 
 def _from_environment(value, variable: str, name: str) -> int:
+    """`value`, else the default process group's (as torch's sampler takes it), else the
+    launcher's environment variable."""
     if value is not None:
         return value
+    from .. import distributed
+
+    if distributed.is_initialized():
+        group = distributed.group.STATE.world
+        return group.size if name == "num_replicas" else group.rank
     if variable not in os.environ:
-        raise ValueError(f"DistributedSampler: pass {name}= (or set {variable}, as "
-                         "torchrun-style launchers do)")
+        raise ValueError(f"DistributedSampler: pass {name}= (or call "
+                         "dlfree.distributed.init_process_group() first, or set "
+                         f"{variable}, as torchrun-style launchers do)")
     return int(os.environ[variable])
 
 
@@ -223,7 +231,8 @@ class DistributedSampler(Sampler):
     each epoch for a new order); the list is padded by repeating its start, or its tail is
     dropped with `drop_last=True`, so all replicas get the same number of indices, and
     replica r takes positions r, r + num_replicas, ... `num_replicas` and `rank` default to
-    the WORLD_SIZE and RANK environment variables.
+    the world size and rank of the default process group (dlfree.distributed), or without
+    one to the WORLD_SIZE and RANK environment variables.
     """
 
     def __init__(self, dataset, num_replicas: int | None = None, rank: int | None = None,

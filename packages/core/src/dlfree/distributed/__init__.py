@@ -1,0 +1,61 @@
+"""dlfree.distributed: collectives and data-parallel training on MPI and NCCL.
+
+torch.distributed's names: `init_process_group`, the collectives on Tensors, `new_group`,
+plus three ways to train on several processes: `DistributedDataParallel` (gradients
+averaged in buckets during backward), `PeriodicAveraging` (Local SGD) and
+`ParameterServer`. MPI runs through mpi4py (`pip install 'dlfree[mpi]'`) and NCCL through
+CuPy; importing this package imports neither (docs/distributed.md).
+"""
+
+from ..errors import DistributedError
+from .collectives import (
+    all_gather,
+    all_gather_into_tensor,
+    all_gather_object,
+    all_reduce,
+    all_to_all,
+    barrier,
+    broadcast,
+    broadcast_object_list,
+    gather,
+    irecv,
+    isend,
+    recv,
+    reduce,
+    reduce_scatter,
+    reduce_scatter_tensor,
+    scatter,
+    send,
+)
+from .group import (
+    ProcessGroup,
+    destroy_process_group,
+    get_backend,
+    get_rank,
+    get_world_size,
+    init_process_group,
+    is_available,
+    is_initialized,
+    new_group,
+)
+from .info import engine_info
+from .reduce_op import ReduceOp
+from .work import Work
+
+
+def __getattr__(name: str):
+    # DistributedDataParallel is a dlfree-nn Module (it wraps one and is one): it lives in
+    # dlfree.nn.parallel and is looked up there, as `dl.nn` is, with an error naming the
+    # distribution when dlfree-nn is missing; the core itself never imports dlfree-nn.
+    if name == "DistributedDataParallel":
+        try:
+            from dlfree.nn.parallel import DistributedDataParallel
+        except ModuleNotFoundError as e:
+            if not (e.name or "").startswith("dlfree.nn"):
+                raise
+            raise ModuleNotFoundError(
+                "dlfree.distributed.DistributedDataParallel wraps a dlfree.nn Module and comes "
+                "with the distribution 'dlfree-nn', which is not installed; install it with: "
+                "pip install dlfree-nn", name="dlfree.nn") from None
+        return DistributedDataParallel
+    raise AttributeError(f"module 'dlfree.distributed' has no attribute {name!r}")
