@@ -2,7 +2,7 @@
 
 from dlfree import Parameter
 
-from . import init
+from . import init, parallel
 from .attention import MultiheadAttention
 from .containers import (
     Identity,
