@@ -41,7 +41,7 @@ FIRST_PARTY = {
     "layers": _first_party("dlfree-nn", """
         Linear Bilinear Embedding EmbeddingBag Conv1d Conv2d Conv3d ConvTranspose1d
         ConvTranspose2d MaxPool1d MaxPool2d AvgPool1d AvgPool2d AdaptiveAvgPool1d
-        AdaptiveAvgPool2d AdaptiveMaxPool2d BatchNorm1d BatchNorm2d LayerNorm GroupNorm
+        AdaptiveAvgPool2d AdaptiveMaxPool2d BatchNorm1d BatchNorm2d SyncBatchNorm LayerNorm GroupNorm
         InstanceNorm2d RMSNorm Dropout Dropout2d Flatten Unflatten Upsample PixelShuffle Unfold
         Fold RNN LSTM GRU RNNCell LSTMCell GRUCell MultiheadAttention TransformerEncoderLayer
         TransformerEncoder TransformerDecoderLayer TransformerDecoder Transformer Sequential

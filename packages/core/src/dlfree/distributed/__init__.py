@@ -8,6 +8,7 @@ CuPy; importing this package imports neither (docs/distributed.md).
 """
 
 from ..errors import DistributedError
+from . import functional
 from .collectives import (
     all_gather,
     all_gather_into_tensor,
@@ -39,6 +40,8 @@ from .group import (
     new_group,
 )
 from .info import engine_info
+from .parameter_server import ParameterServer
+from .periodic import PeriodicAveraging
 from .reduce_op import ReduceOp
 from .work import Work
 

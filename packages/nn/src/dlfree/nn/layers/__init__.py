@@ -18,8 +18,10 @@ from .pooling import *  # noqa: F403
 from .pooling import __all__ as _pooling
 from .shape import *  # noqa: F403
 from .shape import __all__ as _shape
+from .sync_batch_norm import *  # noqa: F403
+from .sync_batch_norm import __all__ as _sync_batch_norm
 
-LAYERS = tuple(_linear + _embedding + _conv + _pooling + _normalization + _dropout + _shape
-               + _activation)
+LAYERS = tuple(_linear + _embedding + _conv + _pooling + _normalization + _sync_batch_norm
+               + _dropout + _shape + _activation)
 LOSSES = tuple(_loss)
 __all__ = [*LAYERS, *LOSSES]
