@@ -28,7 +28,7 @@ JOB_TIMEOUT_S = 300
 _TAIL = 6000
 
 
-def mpiexec() -> str:
+def mpiexec_path() -> str:
     """The mpiexec next to this Python (the mpich wheel's), else the one on PATH."""
     beside = Path(sys.executable).with_name("mpiexec")
     found = str(beside) if beside.exists() else shutil.which("mpiexec")
@@ -76,7 +76,7 @@ def _run_job(module_path: Path, names: list[str], size: int, logs_dir: Path) -> 
     env = {**os.environ, "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1",
            # hydra ends the whole job itself past this, should the process group outlive us
            "MPIEXEC_TIMEOUT": str(JOB_TIMEOUT_S + 30)}
-    command = [mpiexec(), "-n", str(size), sys.executable, str(WORKER), str(module_path),
+    command = [mpiexec_path(), "-n", str(size), sys.executable, str(WORKER), str(module_path),
                str(logs_dir), *names]
     process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                text=True, env=env, start_new_session=True)
@@ -90,6 +90,12 @@ def _run_job(module_path: Path, names: list[str], size: int, logs_dir: Path) -> 
     for path in logs_dir.glob("rank*.jsonl"):
         logs[int(path.stem[4:])] = [json.loads(line) for line in path.read_text().splitlines()]
     return Job(size, names, logs, process.returncode, output)
+
+
+@pytest.fixture
+def mpiexec() -> str:
+    """The mpiexec to launch jobs with."""
+    return mpiexec_path()
 
 
 @pytest.fixture(scope="module")

@@ -36,7 +36,7 @@ def main(module_path: str, log_dir: str, names: list[str]) -> None:
         for name in names:
             write(check=name, status="started")
             try:
-                dist.init_process_group("mpi", timeout=120)
+                dist.init_process_group("mpi", timeout=60)
                 getattr(module, name)()
                 if dist.is_initialized():
                     dist.destroy_process_group()
