@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import os
 import sys
 import traceback
 import warnings
@@ -45,6 +46,7 @@ def main(module_path: str, log_dir: str, names: list[str]) -> None:
                 sys.stderr.write(f"rank {rank}: {name} failed; aborting the job\n")
                 sys.stderr.flush()
                 MPI.COMM_WORLD.Abort(1)
+                os._exit(1)  # MPICH's Abort may return before the launcher kills the job
             write(check=name, status="ok")
 
 

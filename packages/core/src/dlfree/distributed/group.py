@@ -10,6 +10,7 @@ from __future__ import annotations
 import atexit
 import datetime
 import importlib.util
+import os
 import sys
 import warnings
 
@@ -178,6 +179,7 @@ def _abort_on_uncaught_exceptions(mpi, rank: int, size: int) -> None:
         sys.stderr.write(f"dlfree.distributed: aborting all {size} ranks\n")
         sys.stderr.flush()
         mpi.COMM_WORLD.Abort(1)
+        os._exit(1)  # MPICH's Abort can return before its launcher has killed this process
 
     STATE.excepthook = previous
     sys.excepthook = hook
