@@ -27,6 +27,13 @@ def _plugin_rows() -> list[dict]:
     return rows
 
 
+def _distributed_lines() -> list[str]:
+    """The MPI library and NCCL that dlfree.distributed would run on (MPI not initialized)."""
+    from .distributed.info import engine_info, engine_lines
+
+    return engine_lines(engine_info())
+
+
 def cmd_plugins(args) -> int:
     rows = _plugin_rows()
     if args.json:
@@ -38,6 +45,7 @@ def cmd_plugins(args) -> int:
         print(f"  hooks: {', '.join(row['hooks']) or '-'}")
         for kind, names in row["registers"].items():
             print(f"  {kind}: {', '.join(names)}")
+    print("\n".join(_distributed_lines()))
     return 0
 
 
@@ -68,6 +76,7 @@ def cmd_env(args) -> int:
     devices = ["cpu"] + [f"cuda:{i}" for i in range(cuda.device_count())]
     lines.append(f"devices: {', '.join(devices)}")
     lines.append(_cpu_threads())
+    lines += _distributed_lines()
     print("\n".join(lines))
     return 0
 
@@ -92,7 +101,8 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("plugins", help="list installed plugins, their hooks and names")
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.set_defaults(func=cmd_plugins)
-    e = sub.add_parser("env", help="versions, backends and devices (for bug reports)")
+    e = sub.add_parser("env", help="versions, backends, devices and distributed engines (for "
+                                   "bug reports)")
     e.set_defaults(func=cmd_env)
     plugins.manager().hook.dlfree_register_commands(cli=sub)
     return parser

@@ -56,7 +56,7 @@ def tensor_text(row: np.ndarray) -> str:
     """The tensor a description describes: "float32 (4, 3) on cpu"."""
     dtype = _DTYPES[row[3]] if row[3] < len(_DTYPES) else "an unusual dtype"
     ndim = int(row[5])
-    dims = [int(d) for d in row[7:7 + min(ndim, _DIMS)]]
+    dims = [int(d) for d in row[7:7 + (ndim if ndim <= _DIMS else _DIMS - 1)]]
     shape = "(" + ", ".join(map(str, dims)) + ("," if ndim == 1 else "") + \
         (", ..." if ndim > _DIMS else "") + ")"
     return f"{dtype} {shape} on {_DEVICES[row[4]]}"
@@ -81,6 +81,22 @@ def _text(row: np.ndarray) -> str:
     return ", ".join(parts)
 
 
+def mismatch_message(call: str, rows: np.ndarray, ranks: list[int]) -> str:
+    """The error for descriptions `rows` (one per group rank) that differ."""
+    groups: dict[bytes, list[int]] = {}
+    for r, row in enumerate(rows):
+        groups.setdefault(row.tobytes(), []).append(ranks[r])
+    lines = []
+    for key, members in groups.items():
+        row = np.frombuffer(key, dtype=np.int64)
+        who = f"rank {members[0]}" if len(members) == 1 else \
+            f"ranks {', '.join(map(str, members))}"
+        lines.append(f"{who}: {_text(row)}")
+    return (f"{call}: the ranks disagree on the call: " + "; ".join(lines) + ". Every rank "
+            "of the group must call the same collective, in the same order, with tensors of "
+            "the same dtype, shape and device type (and the same op and root)")
+
+
 class Agreement:
     """Runs the check for one process group, on a duplicate of its communicator."""
 
@@ -100,7 +116,7 @@ class Agreement:
                 f"{self.ranks[self.rank]}", self.timeout, self.mpi).wait()
         if (rows == rows[0]).all():
             return
-        raise DistributedError(self._mismatch(CALLS[row[0]], rows))
+        raise DistributedError(mismatch_message(CALLS[row[0]], rows, self.ranks))
 
     def check_counts(self, call: str, send_counts: list[int], recv_counts: list[int]) -> None:
         """For all_to_all: what rank i sends to rank j must be what j expects from i."""
@@ -117,20 +133,6 @@ class Agreement:
                 f"{call}: rank {self.ranks[i]} sends {sends[i, j]} elements to rank "
                 f"{self.ranks[j]}, which expects {recvs[j, i]} from it; output_tensor_list[i] "
                 "on each rank must have the size of input_tensor_list[that rank] on rank i")
-
-    def _mismatch(self, call: str, rows: np.ndarray) -> str:
-        groups: dict[bytes, list[int]] = {}
-        for r, row in enumerate(rows):
-            groups.setdefault(row.tobytes(), []).append(self.ranks[r])
-        lines = []
-        for key, ranks in groups.items():
-            row = np.frombuffer(key, dtype=np.int64)
-            who = f"rank {ranks[0]}" if len(ranks) == 1 else \
-                f"ranks {', '.join(map(str, ranks))}"
-            lines.append(f"{who}: {_text(row)}")
-        return (f"{call}: the ranks disagree on the call: " + "; ".join(lines) + ". Every "
-                "rank of the group must call the same collective, in the same order, with "
-                "tensors of the same dtype, shape and device type (and the same op and root)")
 
     def close(self) -> None:
         self.comm.Free()
