@@ -41,11 +41,12 @@ FIRST_PARTY = {
     "layers": _first_party("dlfree-nn", """
         Linear Bilinear Embedding EmbeddingBag Conv1d Conv2d Conv3d ConvTranspose1d
         ConvTranspose2d MaxPool1d MaxPool2d AvgPool1d AvgPool2d AdaptiveAvgPool1d
-        AdaptiveAvgPool2d AdaptiveMaxPool2d BatchNorm1d BatchNorm2d SyncBatchNorm LayerNorm GroupNorm
+        AdaptiveAvgPool2d AdaptiveMaxPool2d BatchNorm1d BatchNorm2d LayerNorm GroupNorm
         InstanceNorm2d RMSNorm Dropout Dropout2d Flatten Unflatten Upsample PixelShuffle Unfold
         Fold RNN LSTM GRU RNNCell LSTMCell GRUCell MultiheadAttention TransformerEncoderLayer
         TransformerEncoder TransformerDecoderLayer TransformerDecoder Transformer Sequential
-        ModuleList ModuleDict Identity ReLU GELU SiLU Tanh Sigmoid Softmax LogSoftmax"""),
+        ModuleList ModuleDict Identity ReLU GELU SiLU Tanh Sigmoid Softmax LogSoftmax
+        SyncBatchNorm"""),
     "losses": _first_party("dlfree-nn", """
         MSELoss L1Loss SmoothL1Loss HuberLoss CrossEntropyLoss NLLLoss BCELoss
         BCEWithLogitsLoss KLDivLoss PoissonNLLLoss GaussianNLLLoss CosineEmbeddingLoss
