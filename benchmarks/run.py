@@ -97,7 +97,7 @@ def measure(workload, mode: str) -> dict:
     finally:
         for w in started.values():
             w.close()
-    return {
+    result = {
         "description": workload.DESCRIPTION,
         "unit": workload.UNIT,
         "plan": vars(plan),
@@ -107,6 +107,24 @@ def measure(workload, mode: str) -> dict:
         "ratios": {fw: _ratio(rounds["dlfree"], rounds[fw], workload.TARGETS.get(fw))
                    for fw in rounds if fw != "dlfree"},
     }
+    if hasattr(workload, "SCALING"):
+        result["scaling"] = _scaling(workload, rounds)
+    return result
+
+
+def _scaling(workload, rounds: dict) -> dict:
+    """For a multi-process workload whose step is the same global batch on any number of
+    processes: per framework, the median over rounds of its samples/s over that of its
+    run on fewer processes (the inverse ratio of their step times)."""
+    scaling = {}
+    for fw, single in workload.SCALING.items():
+        if fw in rounds and single in rounds:
+            per_round = [one / many for one, many in zip(rounds[single], rounds[fw],
+                                                         strict=True)]
+            scaling[fw] = {"processes": workload.PROCESSES[fw], "from": single,
+                           "from_processes": workload.PROCESSES[single],
+                           "median": statistics.median(per_round), "per_round": per_round}
+    return scaling
 
 
 def _ratio(ours: list, theirs: list, target: float | None) -> dict:
@@ -137,6 +155,9 @@ def format_table(name: str, result: dict) -> str:
                 line += f"   <= {ratio['target']:.2f}x {verdict}"
         lines.append(line)
     lines += [f"  {fw:<16}skipped: {why}" for fw, why in result["skipped"].items()]
+    for fw, scaling in result.get("scaling", {}).items():
+        lines.append(f"  samples/s scaling {scaling['from_processes']} -> "
+                     f"{scaling['processes']} processes: {fw} {scaling['median']:.2f}x")
     return "\n".join(lines)
 
 

@@ -55,7 +55,9 @@ def _reference_name(module) -> str:
 # return nothing); the subprocess test below runs it.
 COMPARED = [(name, framework) for name, module in WORKLOADS.items() if name != "op_overhead"
             for framework in module.BUILDERS if framework != _reference_name(module)]
-FRAMEWORKS = sorted({framework for module in WORKLOADS.values() for framework in module.BUILDERS})
+# the libraries the frameworks run (ddp_mlp's "dlfree_1proc" runs dlfree)
+FRAMEWORKS = sorted({getattr(module, "LIBRARIES", {}).get(framework, framework)
+                     for module in WORKLOADS.values() for framework in module.BUILDERS})
 
 
 def _array(value) -> np.ndarray:

@@ -12,7 +12,12 @@ A workload module defines, without importing any framework at module level:
   match. What `step()` returns (the loss, the outputs and gradients, the updated
   parameters or the metric's values) is what tests/test_bench_smoke.py compares;
 * `TARGETS`: reference -> the largest dl.free/reference time ratio the project accepts;
-* `PLANS`: "full" and "quick" -> a `Plan` (how many rounds and iterations).
+* `PLANS`: "full" and "quick" -> a `Plan` (how many rounds and iterations);
+* `SCALING` and `PROCESSES` (optional, for workloads run on several processes):
+  framework -> the framework that runs the same global batch on fewer processes, and
+  framework -> its process count; run.py then reports the samples/s gained
+  (workloads/ddp_mlp.py);
+* `LIBRARIES` (optional): framework -> the library it runs, where the names differ.
 
 To add a workload, write such a module and list it below.
 """
@@ -22,6 +27,7 @@ from . import (
     attention_block,
     cnn_step,
     conv2d,
+    ddp_mlp,
     gpt_generation,
     lamb_step,
     map_eval,
@@ -32,4 +38,4 @@ from . import (
 
 WORKLOADS = {module.NAME: module
              for module in (op_overhead, mlp_step, cnn_step, conv2d, attention_block, adamw_step,
-                            lamb_step, map_eval, minilm_inference, gpt_generation)}
+                            lamb_step, map_eval, minilm_inference, gpt_generation, ddp_mlp)}

@@ -180,6 +180,12 @@ ROWS = [
         steps=3),
     Row("batch_norm2d_batch1", "BatchNorm2d", (2,), inputs=(Float((1, 2, 3, 3)),),
         modes=("train", "eval")),
+    # outside a process group SyncBatchNorm is BatchNorm, in both libraries (the synchronised
+    # statistics are tested under mpiexec, tests/distributed/test_ddp.py)
+    Row("sync_batch_norm_3d", "SyncBatchNorm", (3,), inputs=(Float((4, 3, 5), -1, 2),),
+        modes=("train", "eval"), steps=2),
+    Row("sync_batch_norm_4d_cumulative", "SyncBatchNorm", (2,), {"momentum": None},
+        (Float((3, 2, 4, 4)),), modes=("train", "eval"), steps=2),
     Row("instance_norm2d", "InstanceNorm2d", (3,), inputs=(Float((2, 3, 5, 5)),)),
     Row("instance_norm2d_tracked", "InstanceNorm2d", (3,),
         {"affine": True, "track_running_stats": True}, (Float((2, 3, 4, 5), 0, 3),),
