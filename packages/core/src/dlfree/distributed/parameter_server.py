@@ -216,15 +216,16 @@ class ParameterServer:
         started = time.monotonic()
         while not self.comm.Iprobe(self.mpi.ANY_SOURCE, self.mpi.ANY_TAG, status):
             spins += 1
-            if spins < 200:
+            if spins < 50:
                 continue
-            if self.timeout is not None and time.monotonic() - started > self.timeout:
+            waited = time.monotonic() - started
+            if self.timeout is not None and waited > self.timeout:
                 raise DistributedError(f"ParameterServer.serve on rank {self.rank}: no message "
                                        f"from any worker for {self.timeout:g} s")
-            if spins < 2000:
+            if waited < 0.001:
                 os.sched_yield()
             else:
-                time.sleep(0.0002)
+                time.sleep(0)
 
     def _apply(self, flat: np.ndarray) -> None:
         if self.optimizer is None:

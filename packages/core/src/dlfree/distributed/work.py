@@ -13,12 +13,13 @@ import time
 
 from ..errors import DistributedError
 
-# Spins of the poll loop before it starts yielding the CPU: a collective between ranks on
-# one machine usually completes within them, and yielding after them keeps a rank that
-# waits long (for a slower peer, an evaluation on rank 0) from holding a core that another
-# rank of the same job may need.
-_BUSY_SPINS = 2000
-_YIELD_S = 0.05
+# How a wait polls: a few tight polls first (~1 us each: a collective between ranks that
+# both run usually completes within them), then polls that yield the CPU to any other
+# runnable process, and after _YIELD_S polls between short sleeps. A rank that waits long
+# (for a slower peer, for rank 0's evaluation) then leaves its core to the ranks that
+# compute, which matters when ranks share cores (MPI's own waits spin: they would not).
+_BUSY_SPINS = 50
+_YIELD_S = 0.001
 
 
 class Work:
@@ -74,7 +75,7 @@ class Work:
             if waited < _YIELD_S:
                 os.sched_yield()
             else:
-                time.sleep(0.0005)
+                time.sleep(0)
         self._complete()
         return True
 
