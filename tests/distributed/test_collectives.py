@@ -6,6 +6,9 @@ float32 1e-6, float64 1e-12, integers exact."""
 
 from __future__ import annotations
 
+import gc
+import weakref
+
 import dlfree as dl
 import dlfree.distributed as dist
 
@@ -74,6 +77,14 @@ def ranks_all_reduce():
                 _finish(dist.all_reduce(t, op=op, async_op=async_op), async_op)
                 _close(t, _reduced(inputs, op), dtype, f"all_reduce {op} {dtype} {async_op}")
                 assert t._vc[0] == version + 1  # written in place
+        # an async collective keeps the memory it works on alive, even a temporary's
+        pending = dl.tensor(inputs[rank]) * 1
+        alive = weakref.ref(pending._data)
+        work = dist.all_reduce(pending, async_op=True)
+        del pending
+        gc.collect()
+        assert alive() is not None
+        work.wait()
         # a non-contiguous view: reduced through a staging copy, written back into the view
         base = dl.tensor(np.zeros((4, 3), dtype=dtype))
         view = base.transpose(0, 1)

@@ -379,7 +379,8 @@ def isend(tensor: Tensor, dst: int, group=None, tag: int = 0) -> Work | None:
     peer = pg.group_rank(dst, what)
     header = _header(pg, tensor)
     agreement = pg.agreement
-    head = pg.mpi._work([agreement.comm.Isend(header, peer, tag)], f"send header to rank {dst}")
+    head = pg.mpi._work([agreement.comm.Isend(header, peer, tag)], f"send header to rank {dst}",
+                        header)
     source, _ = _contiguous(tensor, writes=False)
     body = pg.engine_for(source).send(source, peer, tag)
     return AllOf([head, body], f"send to rank {dst}", pg.timeout)
@@ -404,7 +405,7 @@ class _Receive(Work):
         mpi = pg.mpi.mpi
         peer = mpi.ANY_SOURCE if src is None else pg.group_rank(src, "recv")
         self._head = pg.mpi._work([pg.agreement.comm.Irecv(self._header, peer, tag)],
-                                  "recv header")
+                                  "recv header", self._header)
         self._body = None
         self.source_rank = None
 

@@ -70,9 +70,10 @@ class MPIEngine:
         self._ops = {ReduceOp.SUM: mpi.SUM, ReduceOp.AVG: mpi.SUM, ReduceOp.PRODUCT: mpi.PROD,
                      ReduceOp.MIN: mpi.MIN, ReduceOp.MAX: mpi.MAX}
 
-    def _work(self, requests: list, what: str) -> MPIWork:
+    def _work(self, requests: list, what: str, *arrays) -> MPIWork:
+        """The Work of `requests`, keeping `arrays` (the buffers MPI uses) alive until done."""
         return MPIWork(requests, f"{what} (MPI) on rank {self.rank} of {self.size}",
-                       self.timeout, self.mpi)
+                       self.timeout, self.mpi, keep=arrays)
 
     def _staged(self, array, writes: bool):
         """The buffer MPI uses for `array`, and the step that copies it back (or None)."""
@@ -108,13 +109,13 @@ class MPIEngine:
     def all_reduce(self, array, op: ReduceOp):
         buf, back = self._staged(array, writes=True)
         request = self.comm.Iallreduce(self.mpi.IN_PLACE, buf, self._ops[op])
-        return self._finish(self._work([request], "all_reduce"), buf, back,
+        return self._finish(self._work([request], "all_reduce", array, buf), buf, back,
                             op is ReduceOp.AVG)
 
     def broadcast(self, array, root: int):
         buf, back = self._staged(array, writes=self.rank != root)
-        return self._finish(self._work([self.comm.Ibcast(buf, root)], "broadcast"), buf, back,
-                            False)
+        return self._finish(self._work([self.comm.Ibcast(buf, root)], "broadcast", array, buf),
+                            buf, back, False)
 
     def reduce(self, array, op: ReduceOp, root: int):
         at_root = self.rank == root
@@ -123,7 +124,7 @@ class MPIEngine:
             request = self.comm.Ireduce(self.mpi.IN_PLACE, buf, self._ops[op], root)
         else:
             request = self.comm.Ireduce(buf, None, self._ops[op], root)
-        return self._finish(self._work([request], "reduce"), buf, back,
+        return self._finish(self._work([request], "reduce", array, buf), buf, back,
                             at_root and op is ReduceOp.AVG)
 
     def all_gather(self, send, recv):
@@ -132,26 +133,30 @@ class MPIEngine:
         out, back = self._staged(recv, writes=True)
         source = self.mpi.IN_PLACE if send is None else self._staged(send, writes=False)[0]
         request = self.comm.Iallgather(source, out)
-        return self._finish(self._work([request], "all_gather"), out, back, False)
+        return self._finish(self._work([request], "all_gather", send, source, recv, out), out,
+                            back, False)
 
     def reduce_scatter(self, send, recv, op: ReduceOp):
         source = self._staged(send, writes=False)[0]
         out, back = self._staged(recv, writes=True)
         request = self.comm.Ireduce_scatter_block(source, out, self._ops[op])
-        return self._finish(self._work([request], "reduce_scatter"), out, back,
+        return self._finish(self._work([request], "reduce_scatter", send, source, recv, out),
+                            out, back,
                             op is ReduceOp.AVG)
 
     def gather(self, send, recv, root: int):
         source = self._staged(send, writes=False)[0]
         out, back = self._staged(recv, writes=True) if self.rank == root else (None, None)
         request = self.comm.Igather(source, out, root)
-        return self._finish(self._work([request], "gather"), out, back, False)
+        return self._finish(self._work([request], "gather", send, source, recv, out), out,
+                            back, False)
 
     def scatter(self, send, recv, root: int):
         source = self._staged(send, writes=False)[0] if self.rank == root else None
         out, back = self._staged(recv, writes=True)
         request = self.comm.Iscatter(source, out, root)
-        return self._finish(self._work([request], "scatter"), out, back, False)
+        return self._finish(self._work([request], "scatter", send, source, recv, out), out,
+                            back, False)
 
     def all_to_all(self, send, send_counts, recv, recv_counts):
         """Flat `send` holds the parts for rank 0, 1, ... (`send_counts` elements each);
@@ -162,15 +167,18 @@ class MPIEngine:
         recv_displs = np.concatenate([[0], np.cumsum(recv_counts)[:-1]]).astype(int).tolist()
         request = self.comm.Ialltoallv([source, (list(send_counts), send_displs)],
                                        [out, (list(recv_counts), recv_displs)])
-        return self._finish(self._work([request], "all_to_all"), out, back, False)
+        return self._finish(self._work([request], "all_to_all", send, source, recv, out), out,
+                            back, False)
 
     def send(self, array, peer: int, tag: int):
         buf = self._staged(array, writes=False)[0]
-        return self._work([self.comm.Isend(buf, peer, tag)], f"send to rank {peer}")
+        return self._work([self.comm.Isend(buf, peer, tag)], f"send to rank {peer}", array,
+                          buf)
 
     def recv(self, array, peer: int, tag: int):
         buf, back = self._staged(array, writes=True)
-        work = self._work([self.comm.Irecv(buf, peer, tag)], f"recv from rank {peer}")
+        work = self._work([self.comm.Irecv(buf, peer, tag)], f"recv from rank {peer}", array,
+                          buf)
         return self._finish(work, buf, back, False)
 
     def barrier(self):

@@ -81,15 +81,23 @@ class Work:
 
 
 class MPIWork(Work):
-    """MPI requests (from Iallreduce, Ibcast, Isend, ...) that complete together."""
+    """MPI requests (from Iallreduce, Ibcast, Isend, ...) that complete together. `keep`
+    holds the arrays they read and write until then: MPI works on their memory, and a
+    temporary passed to a collective (`all_reduce(t * 2, async_op=True)`) must not be
+    freed while it does."""
 
-    def __init__(self, requests: list, what: str, timeout: float | None, mpi):
+    def __init__(self, requests: list, what: str, timeout: float | None, mpi,
+                 keep: tuple = ()):
         super().__init__(what, timeout)
         self._requests = requests
         self._testall = mpi.Request.Testall
+        self._keep = keep
 
     def _poll(self) -> bool:
-        return self._testall(self._requests)
+        if self._testall(self._requests):
+            self._keep = ()
+            return True
+        return False
 
 
 class DoneWork(Work):
