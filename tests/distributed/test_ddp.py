@@ -215,6 +215,7 @@ def ranks_a_parameter_without_gradient_is_an_error_naming_it():
     X, Y = _data(steps=4)
     dl.manual_seed(0)
     model = dist.DistributedDataParallel(_WithUnused().double())
+    model(X[0])  # a forward without backward (an evaluation with grad enabled) is no error
     F.cross_entropy(model(X[0]), Y[0]).backward()
     with pytest.raises(dist.DistributedError, match="no gradient to unused.weight, unused.bias"):
         model(X[1])

@@ -104,6 +104,7 @@ class Reducer:
         self.handles = [p.register_post_accumulate_grad_hook(self._on_gradient)
                         for p in self.params]
         self.armed = False
+        self.got_gradient = False
         self.ready = [False] * len(self.params)
         self.next_bucket = 0
         self.used = None
@@ -118,6 +119,7 @@ class Reducer:
         self.ready = [False] * len(self.params)
         self.next_bucket = 0
         self.armed = True
+        self.got_gradient = False
         if self.find_unused_parameters:
             reached = _reachable_leaves(outputs)
             self.used = np.zeros(len(self.params), dtype=np.int32)
@@ -127,16 +129,22 @@ class Reducer:
                     self._mark(i)
 
     def check_finished(self) -> None:
-        """A DistributedError if the last prepared backward left gradients unreduced."""
+        """A DistributedError if the last prepared backward began but left gradients
+        unreduced. A forward whose backward never came (an evaluation with gradients
+        enabled) is no error: as in torch, nothing was reduced and nothing is owed."""
         if not self.armed:
             return
-        missing = [self.names[i] for i, done in enumerate(self.ready) if not done]
         self.armed = False
+        if not self.got_gradient:
+            for bucket in self.buckets[:self.next_bucket]:  # only unused parameters' buckets
+                bucket.work.wait()
+            return
+        missing = [self.names[i] for i, done in enumerate(self.ready) if not done]
         raise DistributedError(
             f"DistributedDataParallel on rank {self.group.ranks[self.group.rank]}: the "
             f"previous iteration's backward gave no gradient to {', '.join(missing)}, so "
-            "their gradients were not averaged over the ranks (no backward since the last "
-            "forward, or parameters the loss does not depend on); pass "
+            "the gradients of their buckets were not averaged over the ranks (parameters the "
+            "loss does not depend on); pass "
             "find_unused_parameters=True if some parameters legitimately take no part in "
             "the loss")
 
@@ -154,6 +162,7 @@ class Reducer:
             view[...] = param.grad._data
             if self.gradient_as_bucket_view:
                 param.grad = Tensor._make(view, param._device)
+        self.got_gradient = True
         if self.used is not None:
             self.used[i] = 1
         self._mark(i)
