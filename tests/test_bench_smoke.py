@@ -53,7 +53,11 @@ def _reference_name(module) -> str:
 
 # op_overhead's steps compute nothing worth comparing (its dl.free and torch steps
 # return nothing); the subprocess test below runs it.
-COMPARED = [(name, framework) for name, module in WORKLOADS.items() if name != "op_overhead"
+# a workload that launches MPI jobs (ddp_mlp) runs on the worker of the `mpi` tests, so that
+# two jobs never share the cores at once
+COMPARED = [pytest.param(name, framework, marks=[pytest.mark.xdist_group("mpi")])
+            if hasattr(module, "PROCESSES") else (name, framework)
+            for name, module in WORKLOADS.items() if name != "op_overhead"
             for framework in module.BUILDERS if framework != _reference_name(module)]
 # the libraries the frameworks run (ddp_mlp's "dlfree_1proc" runs dlfree)
 FRAMEWORKS = sorted({getattr(module, "LIBRARIES", {}).get(framework, framework)
