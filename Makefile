@@ -33,9 +33,15 @@ demo: $(DEMO_STAMP)
 	$(PY) examples/train_digits.py
 
 # pytest exits 5 when it collects no test; that is a failure here, not a pass. Two test
-# workers on two cores: one BLAS/OpenMP thread each, or their thread pools fight.
+# workers on two cores: one BLAS/OpenMP thread each, or their thread pools fight. The `mpi`
+# tests come second, in one pytest process: each launches MPI jobs (`mpiexec -n 2` or 3)
+# that need both cores, so they run one at a time (tests/distributed/conftest.py). They
+# live in MPI_TESTS (a test checks that no mpi test is elsewhere).
+MPI_TESTS := tests/distributed tests/test_docs.py tests/test_bench_smoke.py
 test: $(STAMP)
-	OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 $(PY) -m pytest -n 2 --dist loadgroup -q
+	OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 $(PY) -m pytest -n 2 --dist loadgroup -q -m "not mpi"
+	@echo "== the mpi tests: MPI jobs under mpiexec, one at a time =="
+	OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 $(PY) -m pytest -q -m mpi $(MPI_TESTS)
 
 bench: $(STAMP)
 	$(PY) benchmarks/run.py

@@ -53,9 +53,9 @@ def _reference_name(module) -> str:
 
 # op_overhead's steps compute nothing worth comparing (its dl.free and torch steps
 # return nothing); the subprocess test below runs it.
-# a workload that launches MPI jobs (ddp_mlp) runs on the worker of the `mpi` tests, so that
-# two jobs never share the cores at once
-COMPARED = [pytest.param(name, framework, marks=[pytest.mark.xdist_group("mpi")])
+# a workload that launches MPI jobs (ddp_mlp) is compared among the `mpi` tests, which run
+# after the others and one at a time, so that two jobs never share the cores
+COMPARED = [pytest.param(name, framework, marks=[pytest.mark.mpi])
             if hasattr(module, "PROCESSES") else (name, framework)
             for name, module in WORKLOADS.items() if name != "op_overhead"
             for framework in module.BUILDERS if framework != _reference_name(module)]

@@ -42,8 +42,8 @@ def _run_launched(code: str, name: str, tmp_path: Path) -> None:
                                   f"{done.returncode}\n{done.stdout}\n{done.stderr}")
 
 
-# a page that launches MPI jobs runs on the worker of the `mpi` tests, never at the same time
-@pytest.mark.parametrize("path", [pytest.param(p, marks=[pytest.mark.xdist_group("mpi")])
+# a page that launches MPI jobs is an `mpi` test: it runs with them, after the others
+@pytest.mark.parametrize("path", [pytest.param(p, marks=[pytest.mark.mpi])
                                   if _launches(p) else p for p in DOCS if p.exists()],
                          ids=lambda p: str(p.relative_to(ROOT)))
 def test_code_blocks_run(path, tmp_path, monkeypatch):

@@ -1,7 +1,7 @@
 """How the `mpi` tests run: each test module's rank functions run as one MPI job.
 
 A module lists the world sizes it runs at in `WORLD_SIZES` (default (2,)). For each size,
-the first test that asks for the `mpi_job` fixture starts `mpiexec -n SIZE` on
+the first of its tests that asks for the `mpi_job` fixture starts `mpiexec -n SIZE` on
 rank_worker.py, which imports the module on every rank and runs each of its functions
 named `ranks_*`, in file order, inside an initialized process group; every rank logs
 each function's outcome to a file. A test then asserts on its own function's outcome:
@@ -41,8 +41,7 @@ def mpiexec_path() -> str:
 def pytest_generate_tests(metafunc):
     if "mpi_job" in metafunc.fixturenames:
         sizes = getattr(metafunc.module, "WORLD_SIZES", (2,))
-        metafunc.parametrize("world_size", sizes, ids=[f"{n}ranks" for n in sizes],
-                             scope="module")
+        metafunc.parametrize("world_size", sizes, ids=[f"{n}ranks" for n in sizes])
 
 
 class Job:
@@ -98,11 +97,20 @@ def mpiexec() -> str:
     return mpiexec_path()
 
 
-@pytest.fixture(scope="module")
+# (test module, world size) -> its Job, run once: the tests come interleaved by size
+# (test_a[2ranks], test_a[3ranks], test_b[2ranks], ...), so a module-scoped fixture would
+# start each job again at every switch
+_JOBS: dict = {}
+
+
+@pytest.fixture
 def mpi_job(request, world_size, tmp_path_factory) -> Job:
     """The module's rank functions, run once per world size under mpiexec."""
     module = request.module
-    names = [name for name, value in vars(module).items()
-             if name.startswith("ranks_") and callable(value)]
-    logs = tmp_path_factory.mktemp(f"{Path(module.__file__).stem}-{world_size}ranks")
-    return _run_job(Path(module.__file__), names, world_size, logs)
+    key = (module.__file__, world_size)
+    if key not in _JOBS:
+        names = [name for name, value in vars(module).items()
+                 if name.startswith("ranks_") and callable(value)]
+        logs = tmp_path_factory.mktemp(f"{Path(module.__file__).stem}-{world_size}ranks")
+        _JOBS[key] = _run_job(Path(module.__file__), names, world_size, logs)
+    return _JOBS[key]

@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-pytestmark = [pytest.mark.mpi, pytest.mark.xdist_group("mpi")]
+pytestmark = pytest.mark.mpi
 
 SCRIPT = textwrap.dedent("""
     import dlfree as dl

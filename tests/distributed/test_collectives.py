@@ -15,7 +15,7 @@ import dlfree.distributed as dist
 import numpy as np
 import pytest
 
-pytestmark = [pytest.mark.mpi, pytest.mark.xdist_group("mpi")]
+pytestmark = pytest.mark.mpi
 WORLD_SIZES = (2, 3)
 
 DTYPES = (np.float16, np.float32, np.float64, np.int32, np.int64)
@@ -91,6 +91,22 @@ def ranks_all_reduce():
         view.copy_(dl.tensor(inputs[rank]))
         dist.all_reduce(view, op=dist.ReduceOp.MAX)
         _close(base.numpy().T, _reduced(inputs, dist.ReduceOp.MAX), dtype, "view")
+
+
+def ranks_float16_through_float32_where_mpi_has_no_float16():
+    """MPICH has a float16 datatype; a library without one gets float16 reduced in float32."""
+    rank, size = dist.get_rank(), dist.get_world_size()
+    engine = dist.group.STATE.world.mpi
+    assert engine.float16
+    engine.float16 = False
+    inputs = [_input(r, np.float16) for r in range(size)]
+    for op in OPS:
+        t = dl.tensor(inputs[rank])
+        dist.all_reduce(t, op=op)
+        _close(t, _reduced(inputs, op), np.float16, f"float16 staged, {op}")
+    out = dl.tensor(np.zeros((size,) + SHAPE, dtype=np.float16))
+    dist.all_gather_into_tensor(out, dl.tensor(inputs[rank]))
+    _close(out, np.stack(inputs), np.float16, "all_gather staged")
 
 
 def ranks_broadcast():
@@ -306,6 +322,10 @@ def ranks_groups_and_the_default_group():
 
 def test_all_reduce(mpi_job):
     mpi_job.check(ranks_all_reduce)
+
+
+def test_float16_through_float32_where_mpi_has_no_float16(mpi_job):
+    mpi_job.check(ranks_float16_through_float32_where_mpi_has_no_float16)
 
 
 def test_broadcast(mpi_job):

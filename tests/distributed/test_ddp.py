@@ -17,7 +17,7 @@ from dlfree import nn, optim
 import numpy as np
 import pytest
 
-pytestmark = [pytest.mark.mpi, pytest.mark.xdist_group("mpi")]
+pytestmark = pytest.mark.mpi
 
 STEPS, BATCH = 20, 8
 RTOL = 1e-10

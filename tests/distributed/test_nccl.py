@@ -14,7 +14,7 @@ from dlfree import nn, optim
 import numpy as np
 import pytest
 
-pytestmark = [pytest.mark.mpi, pytest.mark.gpu, pytest.mark.xdist_group("mpi"),
+pytestmark = [pytest.mark.mpi, pytest.mark.gpu,
               pytest.mark.skipif(not dl.cuda.is_available(),
                                  reason="CuPy or an NVIDIA GPU is not available")]
 WORLD_SIZES = (1,)

@@ -19,7 +19,7 @@ from dlfree.distributed.parameter_server import shard_by_size
 import numpy as np
 import pytest
 
-pytestmark = [pytest.mark.mpi, pytest.mark.xdist_group("mpi")]
+pytestmark = pytest.mark.mpi
 WORLD_SIZES = (2, 3)
 STEPS, BATCH = 12, 8
 

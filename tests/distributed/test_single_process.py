@@ -4,8 +4,10 @@ message, what the command line reports, and SyncBatchNorm outside a process grou
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
+from pathlib import Path
 
 import dlfree as dl
 import dlfree.distributed as dist
@@ -138,3 +140,16 @@ def test_sync_batch_norm_outside_a_process_group_is_batch_norm(tmp_path):
     assert isinstance(dl.load(tmp_path / "model.safetensors")[1], nn.SyncBatchNorm)
     with pytest.raises(ValueError, match="period must be an integer >= 1"):
         dist.PeriodicAveraging(model, period=0)
+
+
+def test_every_mpi_test_is_where_make_test_runs_them():
+    """`make test` runs the `mpi` tests in a second pass over MPI_TESTS only (collecting the
+    whole suite again would cost more than they take): an `mpi` test elsewhere would be
+    left out of both passes."""
+    root = Path(__file__).resolve().parents[2]
+    line = re.search(r"^MPI_TESTS := (.*)$", (root / "Makefile").read_text(), re.M)
+    places = [root / part for part in line.group(1).split()]
+    for path in (root / "tests").rglob("*.py"):
+        if "mark.mpi" in path.read_text():
+            assert any(path == p or p in path.parents for p in places), \
+                f"{path.relative_to(root)} has mpi tests but is not in the Makefile's MPI_TESTS"

@@ -160,8 +160,13 @@ def init_process_group(backend: str | None = None, *, timeout=DEFAULT_TIMEOUT,
     comm = world.Dup()
     nccl = None
     if backend == "nccl":
-        from .nccl_engine import NCCLEngine, local_device
+        from .nccl_engine import NCCLEngine, local_device, nccl_unavailable_reason
 
+        reason = nccl_unavailable_reason()
+        if reason is not None:
+            raise DistributedError(f"init_process_group: backend 'nccl' cannot run on rank "
+                                   f"{world.Get_rank()}: {reason}; use backend 'mpi' (or None "
+                                   "to pick NCCL only where every rank has a GPU)")
         nccl = NCCLEngine(comm, local_device(world, mpi, device_id), seconds)
     STATE.world = ProcessGroup(backend, list(range(world.Get_size())), comm, mpi, seconds,
                                nccl)
@@ -254,9 +259,11 @@ def new_group(ranks=None, timeout=None, backend: str | None = None) -> ProcessGr
         seconds = world.timeout if timeout is None else _seconds(timeout)
         nccl = None
         if backend == "nccl":
-            from .nccl_engine import NCCLEngine
+            from .nccl_engine import NCCLEngine, local_device
 
-            nccl = NCCLEngine(comm, world.nccl.device_index, seconds)
+            device = world.nccl.device_index if world.nccl is not None else \
+                local_device(world.mpi.comm, mpi, None)
+            nccl = NCCLEngine(comm, device, seconds)
         group = ProcessGroup(backend, ranks, comm, mpi, seconds, nccl)
     STATE.groups.append(group)
     return group
