@@ -11,6 +11,7 @@ import weakref
 
 import dlfree as dl
 import dlfree.distributed as dist
+from dlfree import nn
 
 import numpy as np
 import pytest
@@ -311,6 +312,16 @@ def ranks_groups_and_the_default_group():
         assert dist.get_rank(pair) == -1
         with pytest.warns(UserWarning, match="not a member"):
             assert dist.all_reduce(t, group=pair) is None
+    # training wrappers work inside a group, and refuse a process outside it
+    dl.manual_seed(rank)
+    layer = nn.Linear(3, 1, bias=False).double()
+    if rank in (0, 1):
+        model = dist.DistributedDataParallel(layer, process_group=pair)
+        model(dl.ones(1, 3, dtype=dl.float64) * (rank + 1)).sum().backward()
+        np.testing.assert_allclose(layer.weight.grad.numpy(), [[1.5, 1.5, 1.5]])
+    else:
+        with pytest.raises(dist.DistributedError, match="not a member of ProcessGroup"):
+            dist.DistributedDataParallel(layer, process_group=pair)
     with pytest.raises(dist.DistributedError, match="different rank lists"):
         dist.new_group([0] if rank == 0 else [0, 1])
     # the sampler takes its share from the default group

@@ -158,20 +158,24 @@ def init_process_group(backend: str | None = None, *, timeout=DEFAULT_TIMEOUT,
         backend = "nccl" if world.allreduce(nccl_unavailable_reason() is None,
                                             op=mpi.LAND) else "mpi"
     comm = world.Dup()
-    nccl = None
-    if backend == "nccl":
-        from .nccl_engine import NCCLEngine, local_device, nccl_unavailable_reason
-
-        reason = nccl_unavailable_reason()
-        if reason is not None:
-            raise DistributedError(f"init_process_group: backend 'nccl' cannot run on rank "
-                                   f"{world.Get_rank()}: {reason}; use backend 'mpi' (or None "
-                                   "to pick NCCL only where every rank has a GPU)")
-        nccl = NCCLEngine(comm, local_device(world, mpi, device_id), seconds)
+    nccl = _nccl_engine("init_process_group", comm, world, mpi, device_id, seconds) \
+        if backend == "nccl" else None
     STATE.world = ProcessGroup(backend, list(range(world.Get_size())), comm, mpi, seconds,
                                nccl)
     if world.Get_size() > 1:
         _abort_on_uncaught_exceptions(mpi, world.Get_rank(), world.Get_size())
+
+
+def _nccl_engine(what: str, comm, world, mpi, device_id, seconds):
+    """An NCCL engine for the ranks of `comm`, on this rank's GPU (see init_process_group)."""
+    from .nccl_engine import NCCLEngine, local_device, nccl_unavailable_reason
+
+    reason = nccl_unavailable_reason()
+    if reason is not None:
+        raise DistributedError(f"{what}: backend 'nccl' cannot run on rank {world.Get_rank()}: "
+                               f"{reason}; use backend 'mpi' (or None, which picks NCCL only "
+                               "when every rank has a GPU)")
+    return NCCLEngine(comm, local_device(world, mpi, device_id), seconds)
 
 
 def _abort_on_uncaught_exceptions(mpi, rank: int, size: int) -> None:
@@ -200,6 +204,16 @@ def default_group(what: str) -> ProcessGroup:
         raise DistributedError(f"{what}: the default process group is not initialized; call "
                                "dlfree.distributed.init_process_group() first")
     return STATE.world
+
+
+def member_group(group: ProcessGroup | None, what: str) -> ProcessGroup:
+    """The group a training wrapper (DDP, PeriodicAveraging, ...) works in, which this
+    process must be a member of."""
+    pg = default_group(what) if group is None else group
+    if not isinstance(pg, ProcessGroup) or not pg.is_member:
+        raise DistributedError(f"{what}: this process (global rank {get_rank()}) is not a "
+                               f"member of {pg}; wrap the model on the group's ranks only")
+    return pg
 
 
 def resolve(group: ProcessGroup | None, what: str) -> ProcessGroup | None:
@@ -259,11 +273,8 @@ def new_group(ranks=None, timeout=None, backend: str | None = None) -> ProcessGr
         seconds = world.timeout if timeout is None else _seconds(timeout)
         nccl = None
         if backend == "nccl":
-            from .nccl_engine import NCCLEngine, local_device
-
-            device = world.nccl.device_index if world.nccl is not None else \
-                local_device(world.mpi.comm, mpi, None)
-            nccl = NCCLEngine(comm, device, seconds)
+            device = world.nccl.device_index if world.nccl is not None else None
+            nccl = _nccl_engine("new_group", comm, world.mpi.comm, mpi, device, seconds)
         group = ProcessGroup(backend, ranks, comm, mpi, seconds, nccl)
     STATE.groups.append(group)
     return group

@@ -26,7 +26,7 @@ from ..autograd import no_grad
 from ..errors import DistributedError
 from ..tensor import Tensor
 from . import coalesce
-from .group import resolve
+from .group import member_group
 from .work import MPIWork
 
 _GRAD, _PULL, _CLOSE, _PARAMS = 1, 2, 3, 4
@@ -67,9 +67,7 @@ class ParameterServer:
 
     def __init__(self, model, optimizer, servers: int = 1, max_staleness: int = 0,
                  group=None):
-        pg = resolve(group, "ParameterServer")
-        if pg is None:
-            raise DistributedError("ParameterServer: this process is not a member of the group")
+        pg = member_group(group, "ParameterServer")
         if not isinstance(servers, numbers.Integral) or not 1 <= servers < pg.size:
             raise ValueError(f"ParameterServer: servers must be an integer in [1, "
                              f"{pg.size - 1}] (at least one rank must be a worker; the group "

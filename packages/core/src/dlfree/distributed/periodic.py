@@ -12,7 +12,7 @@ import numbers
 
 from ..autograd import no_grad
 from . import coalesce
-from .group import resolve
+from .group import member_group
 
 
 class PeriodicAveraging:
@@ -35,7 +35,7 @@ class PeriodicAveraging:
                                  f"{value!r}")
         self.period, self.warmup_steps = int(period), int(warmup_steps)
         self.group = group
-        pg = resolve(group, "PeriodicAveraging")
+        pg = member_group(group, "PeriodicAveraging")
         self.params = [p for p in model.parameters()]
         buffers = [b for b in model.buffers()] if hasattr(model, "buffers") else []
         self.buffers = [b for b in buffers if b.is_floating_point()] if average_buffers else []

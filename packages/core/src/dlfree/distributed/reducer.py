@@ -18,7 +18,7 @@ import numpy as np
 
 from ..errors import DistributedError
 from ..tensor import Tensor
-from .group import resolve
+from .group import member_group
 from .reduce_op import ReduceOp
 
 _MB = 1024 * 1024
@@ -84,10 +84,7 @@ class Reducer:
                  first_bucket_cap_mb: float = FIRST_BUCKET_MB):
         if not bucket_cap_mb > 0:
             raise ValueError(f"bucket_cap_mb must be > 0, got {bucket_cap_mb!r}")
-        self.group = resolve(group, "DistributedDataParallel")
-        if self.group is None:
-            raise DistributedError("DistributedDataParallel: this process is not a member of "
-                                   "the process group it was given")
+        self.group = member_group(group, "DistributedDataParallel")
         named = [(n, p) for n, p in named_params if p.requires_grad]
         if not named:
             raise ValueError("DistributedDataParallel: the module has no parameter that "

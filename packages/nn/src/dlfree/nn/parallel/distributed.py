@@ -12,7 +12,7 @@ import contextlib
 
 import dlfree as dl
 from dlfree.distributed import coalesce
-from dlfree.distributed.group import resolve
+from dlfree.distributed.group import member_group
 from dlfree.distributed.reducer import Reducer
 
 from ..module import Module
@@ -50,7 +50,7 @@ class DistributedDataParallel(Module):
         self.gradient_as_bucket_view = gradient_as_bucket_view
         self.require_backward_grad_sync = True
         self.process_group = process_group
-        group = resolve(process_group, "DistributedDataParallel")
+        group = member_group(process_group, "DistributedDataParallel")
         self._root = group.ranks[0]
         state = list(module.named_parameters()) + list(module.named_buffers())
         coalesce.check_same_layout(state, "DistributedDataParallel", process_group)
