@@ -15,7 +15,7 @@ import textwrap
 from pathlib import Path
 
 import dlfree as dl
-from dlfree import cli, hookspecs, plugins
+from dlfree import cli, first_party, hookspecs, plugins
 from dlfree.plugins import PluginWarning
 
 import pluggy
@@ -163,7 +163,26 @@ def test_duplicate_names_are_an_error_naming_both(site):
         dl.registry.layers.get("Conv")
 
 
-def test_unknown_names_suggest_close_matches_and_distributions(monkeypatch):
+def test_first_party_map_matches_what_the_plugins_register():
+    """The one map of first-party distributions names, for each, the subpackage it ships and
+    exactly the registry kinds its plugin fills (checked here with every package installed)."""
+    plugins.reload()
+    filled: dict[str, set[str]] = {}
+    for registry in dl.registry.ALL:
+        for name in registry.names():
+            dist = registry.provider(name)["distribution"]
+            filled.setdefault(dist, set()).add(registry.kind)
+    for dist, (subpackage, kinds) in first_party.DISTRIBUTIONS.items():
+        assert filled.get(dist, set()) == set(kinds), dist
+        entry_points = [plugins.plugin_info(name)["entry_point"]
+                        for name, _ in plugins.manager().list_name_plugin()
+                        if plugins.plugin_info(name)["distribution"] == dist]
+        assert entry_points and all(f"= dlfree.{subpackage}." in ep for ep in entry_points), dist
+    assert set(filled) - set(first_party.DISTRIBUTIONS) == {"dlfree"}  # the core: backends
+    assert filled["dlfree"] == {"backends"}
+
+
+def test_unknown_names_name_the_distribution_or_close_matches(monkeypatch):
     monkeypatch.setenv("DLFREE_PLUGINS", "none")  # as if dlfree-nn and dlfree-optim were absent
     plugins.reload()
 
@@ -177,14 +196,15 @@ def test_unknown_names_suggest_close_matches_and_distributions(monkeypatch):
 
     name = dl.plugins.register(Plug)
     try:
+        with pytest.raises(dl.PluginError, match=r"unknown layer 'LSTM': layers come from the "
+                                                 r"distribution 'dlfree-nn'.*pip install dlfree-nn"):
+            dl.registry.layers.get("LSTM")
+        with pytest.raises(dl.PluginError, match=r"unknown optimizer 'Adamw': optimizers come "
+                                                 r"from the distribution 'dlfree-optim'"):
+            dl.registry.optimizers.get("Adamw")
+        monkeypatch.delitem(first_party.KINDS, "layers")  # a kind with no first-party provider
         with pytest.raises(dl.PluginError, match=r"unknown layer 'Dence'; did you mean Dense"):
             dl.registry.layers.get("Dence")
-        with pytest.raises(dl.PluginError, match=r"'LSTM': it is provided by the distribution "
-                                                 r"'dlfree-nn'.*pip install dlfree-nn"):
-            dl.registry.layers.get("LSTM")
-        with pytest.raises(dl.PluginError, match="unknown optimizer 'Adamw'; did you mean "
-                                                 "AdamW \\(from dlfree-optim, not installed\\)"):
-            dl.registry.optimizers.get("Adamw")
     finally:
         dl.plugins.unregister(name)
         monkeypatch.delenv("DLFREE_PLUGINS")

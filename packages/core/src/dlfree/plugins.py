@@ -145,6 +145,13 @@ def plugin_info(name: str) -> dict:
     return dict(_state.info[name])
 
 
+def distribution_loaded(dist: str) -> bool:
+    """Whether a plugin of distribution `dist` is loaded (installed, and not left out by
+    DLFREE_PLUGINS or DLFREE_DISABLE_PLUGIN_AUTOLOAD)."""
+    manager()
+    return any(_normalize(info["distribution"]) == _normalize(dist) for info in _state.info.values())
+
+
 def generation() -> int:
     """A counter that changes whenever the set of plugins changes."""
     manager()
