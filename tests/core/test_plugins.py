@@ -196,8 +196,9 @@ def test_unknown_names_name_the_distribution_or_close_matches(monkeypatch):
 
     name = dl.plugins.register(Plug)
     try:
-        with pytest.raises(dl.PluginError, match=r"unknown layer 'LSTM': layers come from the "
-                                                 r"distribution 'dlfree-nn'.*pip install dlfree-nn"):
+        with pytest.raises(dl.PluginError, match=r"unknown layer 'LSTM': layers come from "
+                                                 r"the distribution 'dlfree-nn'.*"
+                                                 r"pip install dlfree-nn"):
             dl.registry.layers.get("LSTM")
         with pytest.raises(dl.PluginError, match=r"unknown optimizer 'Adamw': optimizers come "
                                                  r"from the distribution 'dlfree-optim'"):

@@ -149,7 +149,8 @@ def distribution_loaded(dist: str) -> bool:
     """Whether a plugin of distribution `dist` is loaded (installed, and not left out by
     DLFREE_PLUGINS or DLFREE_DISABLE_PLUGIN_AUTOLOAD)."""
     manager()
-    return any(_normalize(info["distribution"]) == _normalize(dist) for info in _state.info.values())
+    wanted = _normalize(dist)
+    return any(_normalize(info["distribution"]) == wanted for info in _state.info.values())
 
 
 def generation() -> int:
