@@ -7,9 +7,9 @@ from __future__ import annotations
 import collections.abc
 import math
 
-from ..autograd import no_grad
-from ..ops import cat
-from ..tensor import Tensor
+from dlfree.autograd import no_grad
+from dlfree.ops import cat
+from dlfree.tensor import Tensor
 
 # Keys of a dict batch that hold the target rather than a model input, in order of preference.
 TARGET_KEYS = ("target", "targets", "label", "labels", "y")

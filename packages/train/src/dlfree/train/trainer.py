@@ -10,19 +10,12 @@ import time
 import warnings
 from pathlib import Path
 
-from ..autograd import no_grad
-from ..device import Device
-from ..random import manual_seed
-from ..tensor import Tensor
+from dlfree.autograd import no_grad
+from dlfree.device import Device
+from dlfree.random import manual_seed
+from dlfree.tensor import Tensor
+
 from . import batches, resume
-from .checkpoint import (
-    ResumeWarning,
-    checkpoint_path,
-    checkpoint_paths,
-    newest_valid,
-    prune,
-    write_checkpoint,
-)
 from .events import Events
 from .history import History
 from .monitor import monitored_value, require_validation
@@ -37,6 +30,14 @@ from .settings import (
     step_takes_value,
 )
 from .state import EpochProgress, TrainState
+from .state_file import (
+    ResumeWarning,
+    checkpoint_path,
+    checkpoint_paths,
+    newest_valid,
+    prune,
+    write_checkpoint,
+)
 
 SCHEDULER_INTERVALS = ("epoch", "step")
 # Training checkpoints kept in checkpoint_dir: the newest, and the one before it for when the
@@ -46,7 +47,7 @@ KEEP_CHECKPOINTS = 2
 
 class Trainer:
     """Trains `model` with `optimizer` on `loss_fn(model(*inputs), target)`, calling the
-    training events (see `dlfree.hookspecs`) on `callbacks` and on the installed plugins.
+    training events (see `dlfree.train.hookspecs`) on `callbacks` and on the installed plugins.
 
     - Batches are (*inputs, target) tuples or dicts (the target under "target", "targets",
       "label", "labels" or "y"; the other items are keyword inputs), moved to `device`. A
