@@ -12,6 +12,7 @@ from pathlib import Path
 
 from dlfree.autograd import no_grad
 from dlfree.device import Device
+from dlfree.optim import clip_grad_norm_, clip_grad_value_
 from dlfree.random import manual_seed
 from dlfree.tensor import Tensor
 
@@ -68,7 +69,8 @@ class Trainer:
       batches are always stepped on. `global_step` counts optimizer steps; `max_steps` and
       `checkpoint_every_n_steps` count them too.
     - `grad_clip_norm` scales the gradients to that total L2 norm at most; `grad_clip_value`
-      clamps them; both after unscaling under `amp`.
+      clamps them; both after unscaling under `amp`, by `dlfree.optim.clip_grad_norm_` and
+      `clip_grad_value_` (as torch.nn.utils clips).
     - `amp=True` (or a dtype, float16) runs the forward pass in `dl.amp.autocast` and scales
       the loss with a `dl.amp.GradScaler` (`trainer.scaler`).
     - `scheduler` steps after each epoch or each optimizer step (`scheduler_interval`); a
@@ -334,9 +336,9 @@ class Trainer:
                 self.scaler.unscale_(optimizer)
             params = self._parameters()
             if self.grad_clip_norm is not None:
-                batches.clip_grad_norm(params, self.grad_clip_norm)
+                clip_grad_norm_(params, self.grad_clip_norm)
             if self.grad_clip_value is not None:
-                batches.clip_grad_value(params, self.grad_clip_value)
+                clip_grad_value_(params, self.grad_clip_value)
             if self.scaler is not None:
                 self.scaler.step(optimizer)
                 self.scaler.update()
