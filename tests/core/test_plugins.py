@@ -291,20 +291,27 @@ HOOK_CASES = {
 }
 
 
-def _hookspec_names() -> set[str]:
-    return {n for n in dir(hookspecs) if n.startswith("dlfree_")}
+def _hookspecs() -> dict:
+    """Every hookspec the plugin manager knows: the core's and those its plugins added
+    (dlfree-train's training events, when it is installed), by name to the spec function."""
+    pm = plugins.manager()
+    return {name: caller.spec.function for name, caller in vars(pm.hook).items()
+            if name.startswith("dlfree_") and caller.spec is not None}
 
 
 def test_every_hookspec_has_a_test_and_a_documented_signature():
     import inspect
 
     docs = (ROOT / "docs" / "plugins.md").read_text()
-    # The training events are tested (each one called) in tests/core/train/test_train_events.py.
-    train_events = {n for n in _hookspec_names() if n.startswith("dlfree_train_")}
-    tested = set(HOOK_CASES) | {"dlfree_register_commands"} | train_events
-    assert _hookspec_names() == tested, "each hookspec needs a case in HOOK_CASES"
-    for name in _hookspec_names():
-        signature = f"{name}{inspect.signature(getattr(hookspecs, name))}"
+    specs = _hookspecs()
+    assert {n for n in dir(hookspecs) if n.startswith("dlfree_")} <= set(specs)
+    # The training events are tested (each one called) in tests/train/test_train_events.py.
+    train_events = {n for n in specs if n.startswith("dlfree_train_")}
+    tested = set(HOOK_CASES) | {"dlfree_register_commands", "dlfree_add_hookspecs"} | \
+        train_events
+    assert set(specs) == tested, "each hookspec needs a case in HOOK_CASES"
+    for name, function in specs.items():
+        signature = f"{name}{inspect.signature(function)}"
         assert signature in docs, f"docs/plugins.md does not document {signature}"
 
 
@@ -338,6 +345,71 @@ def test_register_hook(hook):
             check(got)
     finally:
         dl.plugins.unregister(registered)
+
+
+class GreetingSpecs:
+    """Hooks of a plugin's own, for plugins that extend it."""
+
+    @staticmethod  # (a spec in a class takes no self)
+    @dl.hookspec
+    def acme_greeting(name):
+        """Return a greeting for `name`."""
+
+
+class GreetingHost:
+    @dl.hookimpl
+    def dlfree_add_hookspecs(pluginmanager):
+        pluginmanager.add_hookspecs(GreetingSpecs)
+
+
+class Greeter:
+    @dl.hookimpl
+    def acme_greeting(name):
+        return f"hello {name}"
+
+
+def test_add_hookspecs_hook_adds_specs_for_plugins_registered_before_and_after():
+    pm = plugins.manager()
+    greeter = dl.plugins.register(Greeter)  # before the spec exists: checked when it comes
+    host = dl.plugins.register(GreetingHost)  # historic: called although manager() ran
+    try:
+        assert pm.hook.acme_greeting.spec.function is GreetingSpecs.acme_greeting
+        assert pm.hook.acme_greeting(name="you") == ["hello you"]
+        pm.check_pending()
+
+        class WrongArgument:
+            @dl.hookimpl
+            def acme_greeting(names):
+                pass
+
+        with pytest.raises(pluggy.PluginValidationError, match="names"):
+            dl.plugins.register(WrongArgument)
+    finally:
+        dl.plugins.unregister(greeter)
+        dl.plugins.unregister(host)
+    plugins.reload()  # (a fresh manager, without the spec, for the other tests)
+    assert not hasattr(plugins.manager().hook, "acme_greeting")
+
+
+def test_a_plugin_whose_add_hookspecs_fails_is_skipped_whole(site):
+    site.install("acme-badspecs", "acme_badspecs", """
+        import dlfree as dl
+
+        class Thing: pass
+
+        @dl.hookimpl
+        def dlfree_add_hookspecs(pluginmanager):
+            raise RuntimeError("no specs today")
+
+        @dl.hookimpl
+        def dlfree_register_layers(register):
+            register(Thing)
+    """)
+    site.install("acme-layers", "acme_layers", LAYER_PLUGIN)
+    with pytest.warns(PluginWarning, match=r"'acme-badspecs' failed to load.*no specs today"):
+        plugins.reload()
+    assert not plugins.manager().has_plugin("acme_badspecs")
+    assert "Thing" not in dl.registry.layers and "Doubler" in dl.registry.layers
 
 
 def test_command_hook_and_cli(capsys):

@@ -1,7 +1,7 @@
 """dl.free: tensors on NumPy/CuPy, reverse-mode autograd and differentiable ops.
 
-`import dlfree as dl` gives the core; `dl.nn`, `dl.optim`, `dl.metrics` and `dl.hf`
-come from separately installed distributions that share this namespace.
+`import dlfree as dl` gives the core; `dl.nn`, `dl.optim`, `dl.metrics`, `dl.hf` and
+`dl.train` come from separately installed distributions that share this namespace.
 """
 
 from pkgutil import extend_path
@@ -24,7 +24,6 @@ from . import (  # noqa: E402
     plugins,
     profiler,
     registry,
-    train,
 )
 from .autograd import enable_grad, is_grad_enabled, no_grad, set_grad_enabled  # noqa: E402
 from .creation import *  # noqa: E402,F403
