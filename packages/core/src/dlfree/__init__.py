@@ -63,6 +63,7 @@ bool = bool_  # noqa: A001  (dl.bool, as torch.bool)
 half, double, long, short = float16, float64, int64, int16
 device = Device
 
+
 def __getattr__(name: str):
     from .first_party import SUBPACKAGES
 
