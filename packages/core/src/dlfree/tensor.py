@@ -6,6 +6,7 @@ one file per op family; this file holds what every tensor is.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -37,7 +38,7 @@ class Tensor:
     # Let Tensor win over NumPy arrays in mixed binary ops (ndarray + Tensor -> Tensor).
     __array_priority__ = 1000
 
-    def __init__(self, data, dtype=None, device=None, requires_grad: bool = False):
+    def __init__(self, data, dtype=None, device=None, requires_grad: bool = False) -> None:
         from .creation import _as_array
 
         dev = Device(device) if device is not None else None
@@ -89,7 +90,7 @@ class Tensor:
         return self._device.type == "cuda"
 
     @property
-    def array(self):
+    def array(self) -> Any:
         """The backend array itself (NumPy or CuPy), shared, not a copy."""
         return self._data
 
@@ -110,7 +111,7 @@ class Tensor:
         fn = self.grad_fn
         return fn is not None and "_retain" in (fn.pre_hooks or {})
 
-    def size(self, dim: int | None = None):
+    def size(self, dim: int | None = None) -> Any:
         return self.shape if dim is None else self._data.shape[dim]
 
     def dim(self) -> int:
@@ -124,7 +125,7 @@ class Tensor:
     def element_size(self) -> int:
         return self._data.itemsize
 
-    def stride(self, dim: int | None = None):
+    def stride(self, dim: int | None = None) -> Any:
         strides = tuple(s // self._data.itemsize for s in self._data.strides)
         return strides if dim is None else strides[dim]
 
@@ -139,7 +140,7 @@ class Tensor:
             raise TypeError("len() of a 0-d tensor")
         return self._data.shape[0]
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[Tensor]:
         if self._data.ndim == 0:
             raise TypeError("iteration over a 0-d tensor")
         return iter(self.unbind(0))
@@ -155,11 +156,11 @@ class Tensor:
             )
         return self._device.backend.to_numpy(self._data)
 
-    def __array__(self, dtype=None, copy=None):
+    def __array__(self, dtype=None, copy=None) -> np.ndarray:
         array = self._device.backend.to_numpy(self._data)
         return array if dtype is None else array.astype(dtype, copy=False)
 
-    def item(self):
+    def item(self) -> Any:
         if self._data.size != 1:
             raise ValueError(
                 f"item(): a tensor with {self._data.size} elements cannot be converted to a "
@@ -167,7 +168,7 @@ class Tensor:
             )
         return self._device.backend.to_numpy(self._data).reshape(()).item()
 
-    def tolist(self):
+    def tolist(self) -> Any:
         return self._device.backend.to_numpy(self._data).tolist()
 
     def __bool__(self) -> bool:
@@ -304,7 +305,7 @@ class _HookHandle:
     key: int
     _hooks: dict
 
-    def __init__(self, hooks: dict):
+    def __init__(self, hooks: dict) -> None:
         _HookHandle._next_key += 1
         self.key = _HookHandle._next_key
         self._hooks = hooks
@@ -318,7 +319,7 @@ class Parameter(Tensor):
 
     __slots__ = ()
 
-    def __init__(self, data=None, requires_grad: bool = True):
+    def __init__(self, data=None, requires_grad: bool = True) -> None:
         if data is None:
             data = np.empty((0,), dtype=dtypes.get_default_dtype().np)
         if isinstance(data, Tensor):  # shares the tensor's memory, as torch's Parameter does
