@@ -220,6 +220,18 @@ def test_e_everything_and_a_third_party_layer_in_a_model_file(tmp_path, venv, wh
     assert "'GatedLinear'" in missing and "pip install dlfree-fixture-layers" in missing
 
 
+def test_every_wheel_is_marked_typed_and_the_core_ships_the_tensor_stub(wheels):
+    import zipfile
+
+    marker = {"dlfree": "dlfree/py.typed", "dlfree_nn": "dlfree/nn/py.typed",
+              "dlfree_optim": "dlfree/optim/py.typed", "dlfree_metrics": "dlfree/metrics/py.typed",
+              "dlfree_hf": "dlfree/hf/py.typed"}
+    missing = [name for name, path in marker.items()
+               if path not in zipfile.ZipFile(wheels[name]).namelist()]
+    assert missing == []
+    assert "dlfree/tensor.pyi" in zipfile.ZipFile(wheels["dlfree"]).namelist()
+
+
 def test_cuda_extras_pull_the_matching_cupy(wheels):
     import zipfile
 
