@@ -55,7 +55,7 @@ OVERRIDES_OBJECT = {"__eq__", "__ne__"}
 
 
 class _Text:
-    """An annotation or default that inspect.Signature prints as the given source text."""
+    """An annotation or default that inspect.Parameter prints as the given source text."""
 
     def __init__(self, text: str):
         self.text = text
@@ -71,7 +71,6 @@ class _Stub:
     """Collects the lines of the stub and the names its annotations use."""
 
     def __init__(self, module: types.ModuleType):
-        self.module = module
         self.classes = [v for v in vars(module).values()
                         if isinstance(v, type) and v.__module__ == module.__name__]
         self.defined = {c.__name__ for c in self.classes}
@@ -81,21 +80,19 @@ class _Stub:
         """`text` checked to name only what the stub can import; a builtin that a member
         of the class shadows (Tensor.float, Tensor.bool) is written `builtins.float`."""
         tree = ast.parse(text, mode="eval")
-
-        class Rewrite(ast.NodeTransformer):
-            def visit_Name(inner, node: ast.Name) -> ast.AST:  # noqa: N805
-                if node.id in members and hasattr(builtins, node.id):
-                    self.used.add("builtins")  # the stub's own `import builtins`
-                    return ast.Attribute(ast.Name("builtins", ast.Load()), node.id, ast.Load())
-                if not (hasattr(builtins, node.id) or node.id in self.defined):
-                    if node.id not in IMPORTS:
-                        raise SystemExit(
-                            f"{where}: the annotation {text!r} names {node.id!r}, which the "
-                            f"stub does not import; add it to IMPORTS in {Path(__file__).name}")
-                    self.used.add(node.id)
-                return node
-
-        return ast.unparse(Rewrite().visit(tree))
+        for node in ast.walk(tree):
+            if not isinstance(node, ast.Name):
+                continue
+            if node.id in members and hasattr(builtins, node.id):
+                node.id = f"builtins.{node.id}"  # unparsed as written
+                self.used.add("builtins")
+            elif not (hasattr(builtins, node.id) or node.id in self.defined):
+                if node.id not in IMPORTS:
+                    raise SystemExit(
+                        f"{where}: the annotation {text!r} names {node.id!r}, which the stub "
+                        f"does not import; add it to IMPORTS in {Path(__file__).name}")
+                self.used.add(node.id)
+        return ast.unparse(tree)
 
     def signature(self, fn, where: str, members: set[str], method: bool,
                   returns: str | None) -> str:
