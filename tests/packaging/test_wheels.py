@@ -288,6 +288,18 @@ def test_the_train_wheel_ships_dlfree_train_only(wheels):
     assert requires == {"dlfree", "dlfree-optim", "attrs", "tqdm"}
 
 
+def test_every_wheel_is_marked_typed_and_the_core_ships_the_tensor_stub(wheels):
+    import zipfile
+
+    marker = {"dlfree": "dlfree/py.typed", "dlfree_nn": "dlfree/nn/py.typed",
+              "dlfree_optim": "dlfree/optim/py.typed", "dlfree_metrics": "dlfree/metrics/py.typed",
+              "dlfree_hf": "dlfree/hf/py.typed", "dlfree_train": "dlfree/train/py.typed"}
+    missing = [name for name, path in marker.items()
+               if path not in zipfile.ZipFile(wheels[name]).namelist()]
+    assert missing == []
+    assert "dlfree/tensor.pyi" in zipfile.ZipFile(wheels["dlfree"]).namelist()
+
+
 def test_cuda_extras_pull_the_matching_cupy(wheels):
     import zipfile
 

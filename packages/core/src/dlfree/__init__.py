@@ -5,6 +5,7 @@
 """
 
 from pkgutil import extend_path
+from types import ModuleType
 
 __path__ = extend_path(__path__, __name__)
 
@@ -53,7 +54,18 @@ from .errors import (  # noqa: E402
 )
 from .hookspecs import hookimpl, hookspec  # noqa: E402
 from .io import load, save  # noqa: E402
-from .ops import *  # noqa: E402,F403
+
+# The tensor ops (dlfree.ops.TENSOR_FAMILIES), a star import per family rather than one of
+# dlfree.ops: a type checker reads only literal __all__ lists, and ops' is computed.
+from .ops.cast import *  # noqa: E402,F403
+from .ops.comparison import *  # noqa: E402,F403
+from .ops.elementwise import *  # noqa: E402,F403
+from .ops.indexing import *  # noqa: E402,F403
+from .ops.inplace import *  # noqa: E402,F403
+from .ops.linalg import *  # noqa: E402,F403
+from .ops.reduction import *  # noqa: E402,F403
+from .ops.shape import *  # noqa: E402,F403
+from .ops.softmax import *  # noqa: E402,F403
 from .random import Generator, get_rng_state, initial_seed, manual_seed, seed, set_rng_state  # noqa: E402,I001
 from .tensor import Parameter, Size, Tensor  # noqa: E402
 from .threads import get_num_threads, set_num_threads  # noqa: E402
@@ -64,7 +76,7 @@ half, double, long, short = float16, float64, int64, int16
 device = Device
 
 
-def __getattr__(name: str):
+def __getattr__(name: str) -> ModuleType:
     from .first_party import SUBPACKAGES
 
     if name in SUBPACKAGES:

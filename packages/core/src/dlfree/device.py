@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Callable
+from typing import Any
 
 from .backends import Backend, CupyBackend, NumpyBackend
 from .errors import DeviceError
@@ -18,6 +20,13 @@ class Device:
     """A device such as `cpu` or `cuda:0`; equal devices are the same object."""
 
     __slots__ = ("type", "index", "backend", "xp", "array_type", "context")
+    # The slots' types, for type checkers (they are set once, in __new__).
+    array_type: type  # the backend's array class, e.g. numpy.ndarray
+    type: str
+    index: int
+    backend: Backend
+    xp: Any  # the backend's array module: numpy, cupy
+    context: Callable[[], contextlib.AbstractContextManager]  # what ops on it run inside
 
     def __new__(cls, spec="cpu", index: int | None = None):
         if isinstance(spec, Device):

@@ -125,7 +125,7 @@ def run_backward(outputs, grad_outputs, retain_graph, create_graph, inputs=None,
             g = grads.pop(node, None)
             if g is None:
                 continue
-            hooks = node.__dict__.get("pre_hooks")
+            hooks = node.pre_hooks
             if hooks:
                 for hook in list(hooks.values()):
                     new = hook(g)
@@ -179,7 +179,7 @@ def run_backward(outputs, grad_outputs, retain_graph, create_graph, inputs=None,
                 if leaf in targets:
                     targets[leaf] = g
                 continue
-            _accumulate(leaf, g, create_graph, delivered)
+            accumulate_grad(leaf, g, create_graph, delivered)
     finally:
         STATE.enabled, STATE.quiet, STATE.backward = prev_mode, prev_quiet, prev_backward
         quiet.__exit__(None, None, None)
@@ -198,8 +198,17 @@ def run_backward(outputs, grad_outputs, retain_graph, create_graph, inputs=None,
     return tuple(result)
 
 
-def _accumulate(leaf, g, create_graph, delivered) -> None:
-    """Add `g` into `leaf.grad`, never aliasing an array another tensor owns."""
+def accumulate_grad(leaf: Tensor, g: Tensor, create_graph: bool = False,
+                    delivered: set | None = None) -> None:
+    """Add the gradient `g` into `leaf.grad`, as backward does for every leaf it reaches.
+
+    `g` is cast and expanded to the leaf's dtype and shape, and detached unless
+    `create_graph`. The result never aliases an array another tensor owns: `delivered`
+    holds the ids of the arrays this backward pass already handed out (its root gradients,
+    earlier leaves' `.grad`); such an array, a read-only one or a view is copied first.
+    """
+    if delivered is None:
+        delivered = set()
     if g._data.dtype != leaf._data.dtype:
         g = g.to(leaf.dtype)
     if g.shape != leaf.shape:

@@ -3,17 +3,25 @@
 from __future__ import annotations
 
 import numbers
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 from .. import dtypes
 from ..autograd.grad_mode import STATE
 from ..errors import DTypeError, ShapeError
 from ..tensor import Tensor
 
+_Op = TypeVar("_Op", bound=Callable[..., Any])
 
-def tensor_method(*names):
-    """Attach the decorated function to `Tensor` under its own name or the given names."""
 
-    def bind(fn):
+def tensor_method(*names: str) -> Callable[[_Op], _Op]:
+    """Attach the decorated function to `Tensor` under its own name or the given names.
+
+    Type checkers see the methods in the generated tensor.pyi (scripts/gen_tensor_stub.py);
+    the decorated function keeps its own type, so `dl.add` is typed like `add`.
+    """
+
+    def bind(fn: _Op) -> _Op:
         for name in names or (fn.__name__,):
             setattr(Tensor, name, fn)
         return fn
