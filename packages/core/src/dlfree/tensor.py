@@ -12,7 +12,6 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from . import dtypes
-from .autograd.grad_mode import STATE
 from .device import CPU, Device
 from .errors import AutogradError, DTypeError
 
@@ -234,16 +233,18 @@ class Tensor:
     def backward(self, gradient=None, retain_graph=None, create_graph: bool = False,
                  inputs=None) -> None:
         """Accumulate d(self)/d(leaf) into every leaf's `.grad` (or only into `inputs`)."""
+        from .autograd import engine  # autograd builds on this module, not the reverse
+
+        gradients = None if gradient is None else [gradient]
         if inputs is None:
-            _engine.run_backward([self], None if gradient is None else [gradient], retain_graph,
-                         create_graph)
+            engine.run_backward([self], gradients, retain_graph, create_graph)
             return
         inputs = [inputs] if isinstance(inputs, Tensor) else list(inputs)
-        grads = _engine.run_backward([self], None if gradient is None else [gradient], retain_graph,
-                             create_graph, inputs=inputs, allow_unused=True)
+        grads = engine.run_backward([self], gradients, retain_graph, create_graph, inputs=inputs,
+                                    allow_unused=True)
         for t, g in zip(inputs, grads):
             if g is not None:
-                _engine.accumulate_grad(t, g, create_graph)
+                engine.accumulate_grad(t, g, create_graph)
 
     def register_hook(self, hook) -> _HookHandle:
         """Call `hook(grad)` when this tensor's gradient is computed; it may return a new one."""
@@ -268,6 +269,8 @@ class Tensor:
         if self.grad_fn is None or self.retains_grad:
             return
         import weakref
+
+        from .autograd.grad_mode import STATE
 
         ref = weakref.ref(self)
 
@@ -334,5 +337,3 @@ class Parameter(Tensor):
 
 
 _new = object.__new__
-
-from .autograd import engine as _engine  # noqa: E402  (engine imports Tensor)

@@ -6,6 +6,7 @@ import threading
 import traceback
 
 from ..errors import AutogradError, DeviceError
+from ..tensor import Tensor
 from .grad_mode import STATE
 
 
@@ -149,7 +150,5 @@ class Function:
             self.pre_hooks = pre_hooks
         self._freed = True
 
-
-from ..tensor import Tensor  # noqa: E402  (tensor.py imports this module)
 
 _make = Tensor._make  # a global: one lookup fewer in the hot Function.apply
