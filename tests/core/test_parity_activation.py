@@ -7,7 +7,8 @@ import dlfree as dl
 import numpy as np
 import pytest
 import torch
-from parity import Case, Float, run_family
+
+from support.parity import Case, Float, run_family
 
 
 def F(m):

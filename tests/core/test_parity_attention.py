@@ -10,7 +10,8 @@ from dlfree import DTypeError, ShapeError
 import numpy as np
 import pytest
 import torch
-from parity import Bool, Case, Fixed, Float, run_family
+
+from support.parity import Bool, Case, Fixed, Float, run_family
 
 
 def sdpa(m, *args, **kwargs):

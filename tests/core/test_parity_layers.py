@@ -9,7 +9,8 @@ from dlfree.ops.layers import Linear
 import numpy as np
 import pytest
 import torch
-from parity import Case, Int, run_family
+
+from support.parity import Case, Int, run_family
 
 
 def F(m):

@@ -6,7 +6,8 @@ import dlfree as dl
 
 import numpy as np
 import pytest
-from parity import Case, Float, run_family
+
+from support.parity import Case, Float, run_family
 
 INF = float("inf")
 

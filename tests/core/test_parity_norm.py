@@ -10,7 +10,8 @@ from dlfree.ops.norm import Normalize
 import numpy as np
 import pytest
 import torch
-from parity import Case, Float, run_family
+
+from support.parity import Case, Float, run_family
 
 
 def F(m):

@@ -16,8 +16,8 @@ import dlfree as dl
 import numpy as np
 import pytest
 import torch
-from parity import Case, Fixed, Float, Int, run_family
-from test_parity_shape import cubed
+
+from support.parity import Case, Fixed, Float, Int, cubed, run_family
 
 
 def F(m):

@@ -14,7 +14,8 @@ from dlfree.nn import attention, transformer
 import numpy as np
 import pytest
 import torch
-from torch_copy import (
+
+from support.torch_copy import (
     Const,
     Float,
     assert_same_state,
