@@ -11,7 +11,8 @@ import numpy as np
 import pytest
 import torch
 
-from support.parity import Bool, Case, Fixed, Float, run_family
+from support.parity import Case, run_family
+from support.specs import Bool, Fixed, Float
 
 
 def sdpa(m, *args, **kwargs):

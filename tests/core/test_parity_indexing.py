@@ -13,7 +13,8 @@ import dlfree as dl
 import numpy as np
 import pytest
 
-from support.parity import Bool, Case, Fixed, Int, cubed, run_family
+from support.parity import Case, cubed, run_family
+from support.specs import Bool, Fixed, Int
 
 S = (3, 4)
 S3 = (3, 4, 5)

@@ -10,7 +10,8 @@ import numpy as np
 import pytest
 import torch
 
-from support.parity import Case, Int, run_family
+from support.parity import Case, run_family
+from support.specs import Int
 
 
 def F(m):

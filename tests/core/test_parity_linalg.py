@@ -7,7 +7,8 @@ import dlfree as dl
 import numpy as np
 import pytest
 
-from support.parity import Case, Float, run_family
+from support.parity import Case, run_family
+from support.specs import Float
 
 INF = float("inf")
 

@@ -9,7 +9,8 @@ import numpy as np
 import pytest
 import torch
 
-from support.parity import Case, Fixed, Float, Int, run_family
+from support.parity import Case, run_family
+from support.specs import Fixed, Float, Int
 
 
 def F(m):

@@ -11,7 +11,8 @@ import numpy as np
 import pytest
 import torch
 
-from support.parity import Case, Float, run_family
+from support.parity import Case, run_family
+from support.specs import Float
 
 
 def F(m):

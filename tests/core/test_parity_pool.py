@@ -17,7 +17,8 @@ import numpy as np
 import pytest
 import torch
 
-from support.parity import Case, Fixed, Float, Int, cubed, run_family
+from support.parity import Case, cubed, run_family
+from support.specs import Fixed, Float, Int
 
 
 def F(m):

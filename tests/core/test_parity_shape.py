@@ -7,7 +7,8 @@ check exact and makes the second derivative run through the op's backward.
 
 from __future__ import annotations
 
-from support.parity import Case, Float, Int, cubed, run_family
+from support.parity import Case, cubed, run_family
+from support.specs import Float, Int
 
 S = (3, 4)
 S3 = (2, 3, 4)

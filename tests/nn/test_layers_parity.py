@@ -18,8 +18,8 @@ import pytest
 import torch
 
 from support.nn_tables import LAYER_ROWS as ROWS
+from support.specs import Fixed
 from support.torch_copy import (
-    Const,
     assert_same_state,
     check_pair,
     dl_to_torch,
@@ -120,7 +120,7 @@ def test_embedding_bag_scales_gradients_by_frequency():
     ours = nn.EmbeddingBag(6, 3, mode="sum", scale_grad_by_freq=True)
     theirs = torch.nn.Embedding(6, 3, scale_grad_by_freq=True)
     torch_to_dl(theirs, ours)
-    check_pair(ours, theirs, (Const(indices),),
+    check_pair(ours, theirs, (Fixed(indices),),
                call=lambda m, x: m(x) if isinstance(m, nn.Module) else m(x).sum(1))
 
 
@@ -136,7 +136,7 @@ def test_embedding_from_pretrained_matches_torch_and_shares_the_table(freeze):
     assert ours.weight.requires_grad is not freeze
     assert_same_state(ours, theirs)
     assert repr(ours) == repr(theirs)
-    check_pair(ours, theirs, (Const([[1, 0, 4], [1, 1, 2]]),), grad=not freeze)
+    check_pair(ours, theirs, (Fixed([[1, 0, 4], [1, 1, 2]]),), grad=not freeze)
 
 
 @pytest.mark.parametrize("mode", ["sum", "mean", "max"])
@@ -145,7 +145,7 @@ def test_embedding_bag_from_pretrained_matches_torch(mode):
     ours = nn.EmbeddingBag.from_pretrained(dl.tensor(table), freeze=False, mode=mode)
     theirs = torch.nn.EmbeddingBag.from_pretrained(torch.tensor(table), freeze=False, mode=mode)
     assert repr(ours) == repr(theirs)
-    check_pair(ours, theirs, (Const([5, 0, 2, 2, 3]), Const([0, 1, 1])),
+    check_pair(ours, theirs, (Fixed([5, 0, 2, 2, 3]), Fixed([0, 1, 1])),
                call=lambda m, x, off: m(x, off))
 
 

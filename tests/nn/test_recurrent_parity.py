@@ -12,14 +12,8 @@ import numpy as np
 import pytest
 import torch
 
-from support.torch_copy import (
-    Float,
-    assert_same_state,
-    check_pair,
-    dl_to_torch,
-    to_numpy,
-    torch_to_dl,
-)
+from support.specs import Float
+from support.torch_copy import assert_same_state, check_pair, dl_to_torch, to_numpy, torch_to_dl
 
 # torch's own notice that its CPU kernel falls back for projected LSTMs
 pytestmark = pytest.mark.filterwarnings("ignore:LSTM with projections is not supported")

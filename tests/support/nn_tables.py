@@ -14,7 +14,7 @@ import dlfree.nn as nn
 import numpy as np
 import torch
 
-from support.torch_copy import Const, Float, Int
+from support.specs import Fixed, Float, Int
 
 
 # ------------------------------------------------------------------------------- layers
@@ -50,32 +50,32 @@ LAYER_ROWS = [
     # --------------------------------------------------------------- embedding
     Row("embedding", "Embedding", (6, 3), inputs=(Int((2, 5), 0, 6),)),
     Row("embedding_padding", "Embedding", (6, 3), {"padding_idx": 2},
-        (Const([[0, 2, 2, 5], [1, 2, 3, 2]]),)),
+        (Fixed([[0, 2, 2, 5], [1, 2, 3, 2]]),)),
     Row("embedding_negative_padding_freq", "Embedding", (5, 4),
-        {"padding_idx": -1, "scale_grad_by_freq": True}, (Const([4, 1, 1, 0, 4, 1, 2]),)),
-    Row("embedding_max_norm", "Embedding", (5, 4), {"max_norm": 1.0}, (Const([[0, 3], [3, 1]]),)),
+        {"padding_idx": -1, "scale_grad_by_freq": True}, (Fixed([4, 1, 1, 0, 4, 1, 2]),)),
+    Row("embedding_max_norm", "Embedding", (5, 4), {"max_norm": 1.0}, (Fixed([[0, 3], [3, 1]]),)),
     Row("bag_mean_2d", "EmbeddingBag", (7, 3), inputs=(Int((3, 4), 0, 7),)),
     Row("bag_max_2d", "EmbeddingBag", (7, 3), bag("max"), (Int((3, 4), 0, 7),)),
     Row("bag_sum_2d_weights", "EmbeddingBag", (7, 3), bag("sum"),
         (Int((3, 4), 0, 7), Float((3, 4))), call=lambda m, x, w: m(x, per_sample_weights=w)),
     Row("bag_sum_offsets_weights", "EmbeddingBag", (7, 3), bag("sum"),
-        (Const([0, 3, 6, 1, 1, 5, 2, 4, 6]), Const([0, 2, 2, 6]), Float((9,))),
+        (Fixed([0, 3, 6, 1, 1, 5, 2, 4, 6]), Fixed([0, 2, 2, 6]), Float((9,))),
         call=lambda m, x, off, w: m(x, off, w)),
     Row("bag_max_offsets_padding", "EmbeddingBag", (6, 4), bag("max", padding_idx=1),
-        (Const([2, 1, 5, 0, 1, 1, 3]), Const([0, 4, 5, 6])), call=lambda m, x, off: m(x, off)),
+        (Fixed([2, 1, 5, 0, 1, 1, 3]), Fixed([0, 4, 5, 6])), call=lambda m, x, off: m(x, off)),
     Row("bag_mean_last_offset_padding", "EmbeddingBag", (6, 2),
         bag("mean", padding_idx=0, include_last_offset=True),
-        (Const([3, 0, 4, 0, 0, 5, 1, 1]), Const([0, 3, 3, 5, 8])),
+        (Fixed([3, 0, 4, 0, 0, 5, 1, 1]), Fixed([0, 3, 3, 5, 8])),
         call=lambda m, x, off: m(x, off)),
     # the repeated index sorts last: torch 2.13's CPU embedding_bag scales the gradient of a
     # once-seen index that sorts after a repeated one by the wrong count (pytorch#190063);
     # test_embedding_bag_scales_gradients_by_frequency covers that case
     Row("bag_sum_max_norm_freq", "EmbeddingBag", (6, 3),
-        bag("sum", max_norm=1.5, scale_grad_by_freq=True), (Const([[0, 4, 4], [1, 4, 2]]),)),
-    Row("bag_max_all_empty", "EmbeddingBag", (4, 2), bag("max"), (Const([]), Const([0, 0])),
-        call=lambda m, x, off: m(x, off)),
+        bag("sum", max_norm=1.5, scale_grad_by_freq=True), (Fixed([[0, 4, 4], [1, 4, 2]]),)),
+    Row("bag_max_all_empty", "EmbeddingBag", (4, 2), bag("max"),
+        (Fixed([], "int64"), Fixed([0, 0])), call=lambda m, x, off: m(x, off)),
     Row("bag_sum_padding_2d", "EmbeddingBag", (5, 3), bag("sum", padding_idx=4),
-        (Const([[4, 1, 2], [4, 4, 4]]),)),
+        (Fixed([[4, 1, 2], [4, 4, 4]]),)),
     # -------------------------------------------------------------------- conv
     Row("conv1d", "Conv1d", (3, 4, 3), inputs=(Float((2, 3, 9)),)),
     Row("conv1d_strided_groups", "Conv1d", (4, 6, 3),
@@ -262,7 +262,7 @@ def log_softmax_input(m, x, *rest):
     return m(x.log_softmax(2), *rest)
 
 
-SIGNS = Const([1.0, -1.0, 1.0, -1.0], "float32")
+SIGNS = Fixed([1.0, -1.0, 1.0, -1.0], "float32")
 PROBS = Float((3, 4), 0.05, 0.95)
 TARGET01 = Float((3, 4), 0, 1, grad=False)
 
@@ -276,13 +276,13 @@ LOSS_ROWS = [
     ("HuberLoss", {"reduction": "sum"}, (Float((3, 4)), Float((3, 4)))),
     ("CrossEntropyLoss", {}, (Float((4, 5)), Int((4,), 0, 5))),
     ("CrossEntropyLoss", {"weight": W((1, 2, 0.5, 1, 3)), "ignore_index": 2,
-                          "label_smoothing": 0.1}, (Float((5, 5)), Const([2, 0, 4, 2, 1]))),
+                          "label_smoothing": 0.1}, (Float((5, 5)), Fixed([2, 0, 4, 2, 1]))),
     ("CrossEntropyLoss", {"reduction": "none"}, (Float((2, 3, 4, 4)), Int((2, 4, 4), 0, 3))),
     ("CrossEntropyLoss", {"reduction": "sum", "label_smoothing": 0.2},
      (Float((4, 5)), Float((4, 5), 0, 1, grad=False))),
     ("NLLLoss", {}, (Float((4, 5)), Int((4,), 0, 5))),
     ("NLLLoss", {"weight": W((1, 2, 0.5)), "ignore_index": 1, "reduction": "none"},
-     (Float((4, 3)), Const([1, 0, 2, 1]))),
+     (Float((4, 3)), Fixed([1, 0, 2, 1]))),
     ("BCELoss", {}, (PROBS, TARGET01)),
     ("BCELoss", {"weight": W((1, 2, 0.5, 1)), "reduction": "sum"}, (PROBS, TARGET01)),
     ("BCEWithLogitsLoss", {}, (Float((3, 4)), TARGET01)),
@@ -309,14 +309,14 @@ LOSS_ROWS = [
     ("MultiMarginLoss", {}, (Float((4, 5)), Int((4,), 0, 5))),
     ("MultiMarginLoss", {"p": 2, "margin": 0.5, "weight": W((1, 2, 0.5, 1, 3))},
      (Float((4, 5)), Int((4,), 0, 5))),
-    ("MultiLabelSoftMarginLoss", {}, (Float((3, 5)), Const([[0, 1, 1, 0, 0], [1, 0, 0, 0, 1],
+    ("MultiLabelSoftMarginLoss", {}, (Float((3, 5)), Fixed([[0, 1, 1, 0, 0], [1, 0, 0, 0, 1],
                                                            [0, 0, 1, 1, 1]], "float32"))),
     ("MultiLabelSoftMarginLoss", {"weight": W((1, 2, 0.5, 1, 3)), "reduction": "none"},
-     (Float((2, 5)), Const([[0, 1, 1, 0, 0], [1, 0, 0, 0, 1]], "float32"))),
-    ("CTCLoss", {}, (Float((6, 2, 4)), Const([[1, 2, 1], [3, 1, 0]]), Const([6, 5]),
-                     Const([3, 2])), log_softmax_input),
+     (Float((2, 5)), Fixed([[0, 1, 1, 0, 0], [1, 0, 0, 0, 1]], "float32"))),
+    ("CTCLoss", {}, (Float((6, 2, 4)), Fixed([[1, 2, 1], [3, 1, 0]]), Fixed([6, 5]),
+                     Fixed([3, 2])), log_softmax_input),
     ("CTCLoss", {"blank": 3, "reduction": "sum", "zero_infinity": True},
-     (Float((5, 2, 4)), Const([0, 1, 1, 2, 2, 2]), Const([5, 5]), Const([2, 4])),
+     (Float((5, 2, 4)), Fixed([0, 1, 1, 2, 2, 2]), Fixed([5, 5]), Fixed([2, 4])),
      log_softmax_input),
 ]
 
