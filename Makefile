@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 CREATED := $(VENV)/.created
 DEMO_STAMP := $(VENV)/.demo-installed
 STAMP := $(VENV)/.installed
-PACKAGES := packages/core packages/nn packages/optim packages/metrics packages/hf
+PACKAGES := packages/core packages/nn packages/optim packages/train packages/metrics packages/hf
 PROJECTS := pyproject.toml $(wildcard packages/*/pyproject.toml)
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 

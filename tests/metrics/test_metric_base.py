@@ -275,5 +275,7 @@ def test_every_metric_is_registered_by_dlfree_metrics():
     for cls in METRICS:
         assert registry.get(cls.__name__) is cls
         assert registry.provider(cls.__name__)["distribution"] == "dlfree-metrics"
-    assert set(dl.registry.FIRST_PARTY["metrics"]) == {cls.__name__ for cls in METRICS}
+    assert {n for n in registry.names()
+            if registry.provider(n)["distribution"] == "dlfree-metrics"} == \
+        {cls.__name__ for cls in METRICS}
     assert isinstance(registry.create("Accuracy", task="binary"), Accuracy)

@@ -215,13 +215,11 @@ def test_instance_norm_without_affine_warns_on_a_channel_mismatch():
 
 # -------------------------------------------------------------------------- registration
 def test_every_layer_is_registered_by_dlfree_nn():
-    from dlfree.registry import FIRST_PARTY
-
     structural = {"Sequential", "ModuleList", "ModuleDict", "ParameterList", "ParameterDict",
                   "Identity", "RNN", "RNNCell", "LSTM", "LSTMCell", "GRU", "GRUCell",
                   "MultiheadAttention", "TransformerEncoderLayer", "TransformerEncoder",
                   "TransformerDecoderLayer", "TransformerDecoder", "Transformer"}
-    names = set(nn.layers.LAYERS) | structural | set(FIRST_PARTY["layers"])
+    names = set(nn.layers.LAYERS) | structural
     assert set(dl.registry.layers.names()) >= names
     for name in sorted(names):
         assert dl.registry.layers.get(name) is getattr(nn, name), name

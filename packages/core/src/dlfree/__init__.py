@@ -1,7 +1,7 @@
 """dl.free: tensors on NumPy/CuPy, reverse-mode autograd and differentiable ops.
 
-`import dlfree as dl` gives the core; `dl.nn`, `dl.optim`, `dl.metrics` and `dl.hf`
-come from separately installed distributions that share this namespace.
+`import dlfree as dl` gives the core; `dl.nn`, `dl.optim`, `dl.metrics`, `dl.hf` and
+`dl.train` come from separately installed distributions that share this namespace.
 """
 
 from pkgutil import extend_path
@@ -24,7 +24,6 @@ from . import (  # noqa: E402
     plugins,
     profiler,
     registry,
-    train,
 )
 from .autograd import enable_grad, is_grad_enabled, no_grad, set_grad_enabled  # noqa: E402
 from .creation import *  # noqa: E402,F403
@@ -64,13 +63,11 @@ bool = bool_  # noqa: A001  (dl.bool, as torch.bool)
 half, double, long, short = float16, float64, int64, int16
 device = Device
 
-# Distributions that add a subpackage to this namespace, for a helpful error when missing.
-_PLUGIN_PACKAGES = {"nn": "dlfree-nn", "optim": "dlfree-optim", "metrics": "dlfree-metrics",
-                    "hf": "dlfree-hf"}
-
 
 def __getattr__(name: str):
-    if name in _PLUGIN_PACKAGES:
+    from .first_party import SUBPACKAGES
+
+    if name in SUBPACKAGES:
         import importlib
 
         try:
@@ -79,8 +76,8 @@ def __getattr__(name: str):
             if e.name != f"{__name__}.{name}":
                 raise
             raise ModuleNotFoundError(
-                f"dlfree.{name} is provided by the distribution {_PLUGIN_PACKAGES[name]!r}, "
-                f"which is not installed; install it with: pip install {_PLUGIN_PACKAGES[name]}",
+                f"dlfree.{name} is provided by the distribution {SUBPACKAGES[name]!r}, "
+                f"which is not installed; install it with: pip install {SUBPACKAGES[name]}",
                 name=f"{__name__}.{name}",
             ) from None
     raise AttributeError(f"module 'dlfree' has no attribute {name!r}")

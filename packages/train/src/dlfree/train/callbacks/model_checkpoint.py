@@ -8,7 +8,8 @@ import numbers
 import re
 from pathlib import Path
 
-from ...io import save
+from dlfree.io import save
+
 from ..monitor import monitored_value, require_validation
 
 _NUMBERED = re.compile(r"^epoch-(\d+)\.safetensors$")

@@ -4,9 +4,11 @@ by registered name, plugins' hooks, should_stop, and the exception event."""
 from __future__ import annotations
 
 import dlfree as dl
-from dlfree import hookspecs, nn, optim
+from dlfree import nn, optim
+from dlfree.train import hookspecs
 from dlfree.train.events import EVENTS
 
+import pluggy
 import pytest
 
 TRAIN_HOOKS = sorted(n for n in dir(hookspecs) if n.startswith("dlfree_train_"))
@@ -227,9 +229,45 @@ def test_callback_mistakes_are_explained(mlp):
         _trainer(mlp, "model_checkpoint")
 
 
-def test_the_core_registers_its_callbacks_by_name():
+def test_dlfree_train_registers_its_callbacks_through_its_entry_point():
     for name, callback in dl.train.callbacks.NAMES.items():
         assert dl.registry.callbacks.get(name) is callback
-        assert dl.registry.callbacks.provider(name)["distribution"] == "dlfree"
+        provider = dl.registry.callbacks.provider(name)
+        assert provider["distribution"] == "dlfree-train"
+        assert provider["entry_point"] == "train = dlfree.train.plugin"
     assert {"model_checkpoint", "progress", "csv_logger", "jsonl_logger", "early_stopping",
             "lr_monitor", "html_report"} <= set(dl.registry.callbacks.names())
+
+
+def test_dlfree_train_adds_the_training_events_to_the_plugin_manager():
+    pm = dl.plugins.manager()
+    specs = {name: caller.spec.function for name, caller in vars(pm.hook).items()
+             if name.startswith("dlfree_train_") and caller.spec is not None}
+    assert specs == {name: getattr(hookspecs, name) for name in EVENTS}
+    pm.check_pending()  # every first-party hook implementation fits a spec
+
+    class WrongArgument:
+        @dl.hookimpl
+        def dlfree_train_epoch_end(trainer, epochs):
+            pass
+
+    with pytest.raises(pluggy.PluginValidationError, match="epochs"):
+        dl.plugins.register(WrongArgument)
+
+
+def test_a_trainer_runs_its_callbacks_without_dlfree_trains_plugin_loaded(mlp, loaders,
+                                                                           monkeypatch):
+    monkeypatch.setenv("DLFREE_PLUGINS", "dlfree-nn")  # the training events are never added
+    dl.plugins.reload()
+    try:
+        assert not hasattr(dl.plugins.manager().hook, "dlfree_train_start")
+        recorder = Recorder()
+        _trainer(mlp, [recorder], max_epochs=1).fit(loaders(n=8)[0])
+        assert [c[0] for c in recorder.calls] == ["start", "epoch_start", "batch_start",
+                                                  "batch_end", "batch_start", "batch_end",
+                                                  "epoch_end", "end"]
+        with pytest.raises(dl.PluginError, match="unknown callback 'progress'"):
+            _trainer(mlp, ["progress"])
+    finally:
+        monkeypatch.delenv("DLFREE_PLUGINS")
+        dl.plugins.reload()

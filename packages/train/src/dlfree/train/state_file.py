@@ -15,12 +15,12 @@ import re
 import warnings
 from pathlib import Path
 
-import numpy as np
+from dlfree.errors import CheckpointError
+from dlfree.io import load_tensors, save_tensors
+from dlfree.tensor import Tensor
+from dlfree.version import __version__
 
-from ..errors import CheckpointError
-from ..io import load_tensors, save_tensors
-from ..tensor import Tensor
-from ..version import __version__
+import numpy as np
 
 FORMAT = "dlfree-training-checkpoint"
 FORMAT_VERSION = "1"

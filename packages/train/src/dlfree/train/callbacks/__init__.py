@@ -1,10 +1,10 @@
 """Built-in training callbacks; each is registered by name through `dlfree_register_callbacks`
 (so `Trainer(callbacks=["progress", ("early_stopping", {"patience": 3})])` works)."""
 
-from .checkpoint import ModelCheckpoint
 from .early_stopping import EarlyStopping
 from .loggers import CSVLogger, JSONLLogger
 from .lr_monitor import LRMonitor, ReduceOnStall
+from .model_checkpoint import ModelCheckpoint
 from .progress import ProgressBar
 from .report import HTMLReport
 

@@ -6,7 +6,8 @@ from __future__ import annotations
 import math
 import numbers
 
-from ...hookspecs import hookimpl
+from dlfree import hookimpl
+
 from ..monitor import check_monitor, monitored_value, require_validation
 
 

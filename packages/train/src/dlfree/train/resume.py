@@ -4,10 +4,11 @@ and the callbacks that keep state, so that a resumed run continues bit for bit."
 
 from __future__ import annotations
 
-from ..errors import CheckpointError
-from ..random import get_rng_state, set_rng_state
-from .checkpoint import pack, unpack
+from dlfree.errors import CheckpointError
+from dlfree.random import get_rng_state, set_rng_state
+
 from .state import EpochProgress
+from .state_file import pack, unpack
 
 
 def named_parameters(model) -> list[tuple[str, object]]:

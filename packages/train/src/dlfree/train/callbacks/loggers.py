@@ -11,8 +11,8 @@ import numbers
 import os
 from pathlib import Path
 
-from ...hookspecs import hookimpl
-from ...io import atomic_write
+from dlfree import hookimpl
+from dlfree.io import atomic_write
 
 # Every row starts with these: what the row is ("epoch" or "step"), the 0-based epoch and the
 # global step (optimizer steps taken) when it was written.

@@ -9,7 +9,7 @@ import math
 import numbers
 import re
 
-from ..tensor import Tensor
+from dlfree.tensor import Tensor
 
 
 def count(name: str, value, least: int, optional: bool = True):
@@ -108,8 +108,8 @@ def mixed_precision(amp):
     """(autocast context factory, GradScaler or None, dtype name or None) for `amp`."""
     if amp is False or amp is None:
         return contextlib.nullcontext, None, None
-    from .. import amp as amp_module
-    from ..dtypes import as_dtype, float16
+    from dlfree import amp as amp_module
+    from dlfree.dtypes import as_dtype, float16
 
     dtype = float16 if amp is True else as_dtype(amp)
     amp_module.autocast(dtype=dtype)  # validates the dtype now rather than at the first batch

@@ -12,9 +12,9 @@ from .callbacks import (
     ProgressBar,
     ReduceOnStall,
 )
-from .checkpoint import ResumeWarning, read_checkpoint, write_checkpoint
 from .history import History, Series
 from .state import TrainState
+from .state_file import ResumeWarning, read_checkpoint, write_checkpoint
 from .trainer import Trainer
 
 __all__ = ["Trainer", "History", "Series", "TrainState", "ResumeWarning", "callbacks",

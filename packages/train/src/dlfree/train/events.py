@@ -6,9 +6,11 @@ from __future__ import annotations
 import inspect
 import types
 
+from dlfree import plugins, registry
+
 import pluggy
 
-from .. import hookspecs, plugins, registry
+from . import hookspecs
 
 PREFIX = "dlfree_train_"
 EVENTS = tuple(sorted(name for name in dir(hookspecs) if name.startswith(PREFIX)))
@@ -77,4 +79,8 @@ class Events:
 
     def __call__(self, event: str, **kwargs) -> None:
         getattr(self._pm.hook, event)(**kwargs)
-        getattr(plugins.manager().hook, event)(**kwargs)
+        # (absent when no loaded plugin knows the event: dlfree-train's own plugin was left
+        # out by DLFREE_PLUGINS or DLFREE_DISABLE_PLUGIN_AUTOLOAD, and no plugin implements it)
+        hook = getattr(plugins.manager().hook, event, None)
+        if hook is not None:
+            hook(**kwargs)

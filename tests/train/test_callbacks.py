@@ -17,10 +17,10 @@ from types import SimpleNamespace
 import dlfree as dl
 from dlfree import functional as F
 from dlfree import nn, optim
-from dlfree.train.callbacks.checkpoint import ModelCheckpoint
 from dlfree.train.callbacks.early_stopping import EarlyStopping
 from dlfree.train.callbacks.loggers import CSVLogger, JSONLLogger
 from dlfree.train.callbacks.lr_monitor import LRMonitor, ReduceOnStall
+from dlfree.train.callbacks.model_checkpoint import ModelCheckpoint
 from dlfree.train.callbacks.progress import ProgressBar, SmoothedValue
 from dlfree.train.callbacks.report import (
     BOTTOM,

@@ -9,7 +9,7 @@ import os
 import sys
 import time
 
-from ...hookspecs import hookimpl
+from dlfree import hookimpl
 
 
 class SmoothedValue:
@@ -104,7 +104,7 @@ class ProgressBar:
         self._batches = 0
         self._started = time.perf_counter()
         if self._use_bar():
-            from tqdm import tqdm  # a core dependency, but only a progress bar needs it
+            from tqdm import tqdm  # (imported only when a progress bar is drawn)
 
             self._bar = tqdm(total=trainer.state.steps_per_epoch,
                              initial=trainer.state.batch_index, desc=self._label(trainer, epoch),

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import dlfree as dl
 from dlfree.train import ResumeWarning, read_checkpoint, write_checkpoint
-from dlfree.train.checkpoint import checkpoint_paths, pack, unpack
+from dlfree.train.state_file import checkpoint_paths, pack, unpack
 
 import numpy as np
 import pytest

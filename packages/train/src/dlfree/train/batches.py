@@ -1,15 +1,12 @@
 """What the Trainer does with a batch: place it on a device, split it into the model's inputs
-and the target, and gather predictions; plus gradient clipping, so the core needs no
-optimizer package."""
+and the target, and gather predictions."""
 
 from __future__ import annotations
 
 import collections.abc
-import math
 
-from ..autograd import no_grad
-from ..ops import cat
-from ..tensor import Tensor
+from dlfree.ops import cat
+from dlfree.tensor import Tensor
 
 # Keys of a dict batch that hold the target rather than a model input, in order of preference.
 TARGET_KEYS = ("target", "targets", "label", "labels", "y")
@@ -100,27 +97,3 @@ def gather(outputs: list):
         return cat(outputs, 0)
     return outputs
 
-
-def gradients(parameters) -> list[Tensor]:
-    return [p.grad for p in parameters if p.grad is not None]
-
-
-def clip_grad_norm(parameters, max_norm: float) -> float:
-    """Scale all gradients together so their total L2 norm is at most `max_norm` (by
-    min(1, max_norm / (norm + 1e-6)), as torch.nn.utils.clip_grad_norm_); returns the norm
-    before clipping."""
-    grads = gradients(parameters)
-    total = math.sqrt(math.fsum(float((g.array.astype("float64") ** 2).sum()) for g in grads))
-    coef = max_norm / (total + 1e-6)
-    if coef < 1:
-        with no_grad():
-            for g in grads:
-                g.mul_(coef)
-    return total
-
-
-def clip_grad_value(parameters, clip_value: float) -> None:
-    """Clamp every gradient elementwise into [-clip_value, clip_value]."""
-    with no_grad():
-        for g in gradients(parameters):
-            g.clamp_(-clip_value, clip_value)

@@ -7,8 +7,9 @@ import copy
 import math
 import numbers
 
-from ...hookspecs import hookimpl
-from ...tensor import Tensor
+from dlfree import hookimpl
+from dlfree.tensor import Tensor
+
 from ..monitor import check_monitor, monitored_value, require_validation
 
 

@@ -242,6 +242,41 @@ def test_amp_uses_autocast_and_a_grad_scaler_like_the_documented_loop(mlp):
         assert np.array_equal(auto.state_dict()[name].numpy(), value.numpy()), name
 
 
+@pytest.mark.parametrize("init_scale", [2.0 ** 16, 2.0 ** 40], ids=["finite", "overflowing"])
+def test_amp_clipping_unscales_then_clips_with_dlfree_optim(mlp, init_scale):
+    """Under amp, clipping sees the unscaled gradients and is dlfree.optim's (torch's): also
+    when the scale makes them overflow, the step is skipped and the scale backs off."""
+    x, y = blobs(12)
+    loss_fn = nn.CrossEntropyLoss()
+    model = mlp()
+    opt = optim.SGD(model.parameters(), lr=0.3)
+    scaler = dl.amp.GradScaler(init_scale=init_scale)
+    norms = []
+    for i in range(0, 12, 4):
+        with dl.amp.autocast():
+            loss = loss_fn(model(dl.tensor(x[i:i + 4])), dl.tensor(y[i:i + 4]))
+        scaler.scale(loss).backward()
+        scaler.unscale_(opt)
+        norms.append(float(optim.clip_grad_norm_(model.parameters(), 0.1)))
+        scaler.step(opt)
+        scaler.update()
+        opt.zero_grad()
+    auto = mlp()
+    data = dl.data.DataLoader(dl.data.TensorDataset(dl.tensor(x), dl.tensor(y)), batch_size=4)
+    trainer = dl.train.Trainer(auto, optim.SGD(auto.parameters(), lr=0.3), loss_fn, amp=True,
+                               max_epochs=1, grad_clip_norm=0.1)
+    trainer.scaler = dl.amp.GradScaler(init_scale=init_scale)
+    trainer.fit(data)
+    assert trainer.scaler.get_scale() == scaler.get_scale()
+    if init_scale > 2.0 ** 16:
+        assert scaler.get_scale() < init_scale  # steps were skipped on non-finite gradients
+        assert not all(np.isfinite(norms))
+    else:
+        assert all(np.isfinite(norms)) and max(norms) > 0.1  # so clipping scaled them
+    for name, value in model.state_dict().items():
+        assert np.array_equal(auto.state_dict()[name].numpy(), value.numpy()), name
+
+
 def test_device_places_the_model_and_batches(mlp, loaders, device):
     model = mlp()
     train, val = loaders()

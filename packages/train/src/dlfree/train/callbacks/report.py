@@ -9,8 +9,8 @@ import math
 import time
 from pathlib import Path
 
-from ...hookspecs import hookimpl
-from ...io import atomic_write
+from dlfree import hookimpl
+from dlfree.io import atomic_write
 
 # Chart geometry in SVG user units: the plot area sits inside these margins.
 WIDTH, HEIGHT = 640, 300

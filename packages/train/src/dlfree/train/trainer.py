@@ -10,19 +10,13 @@ import time
 import warnings
 from pathlib import Path
 
-from ..autograd import no_grad
-from ..device import Device
-from ..random import manual_seed
-from ..tensor import Tensor
+from dlfree.autograd import no_grad
+from dlfree.device import Device
+from dlfree.optim import clip_grad_norm_, clip_grad_value_
+from dlfree.random import manual_seed
+from dlfree.tensor import Tensor
+
 from . import batches, resume
-from .checkpoint import (
-    ResumeWarning,
-    checkpoint_path,
-    checkpoint_paths,
-    newest_valid,
-    prune,
-    write_checkpoint,
-)
 from .events import Events
 from .history import History
 from .monitor import monitored_value, require_validation
@@ -37,6 +31,14 @@ from .settings import (
     step_takes_value,
 )
 from .state import EpochProgress, TrainState
+from .state_file import (
+    ResumeWarning,
+    checkpoint_path,
+    checkpoint_paths,
+    newest_valid,
+    prune,
+    write_checkpoint,
+)
 
 SCHEDULER_INTERVALS = ("epoch", "step")
 # Training checkpoints kept in checkpoint_dir: the newest, and the one before it for when the
@@ -46,7 +48,7 @@ KEEP_CHECKPOINTS = 2
 
 class Trainer:
     """Trains `model` with `optimizer` on `loss_fn(model(*inputs), target)`, calling the
-    training events (see `dlfree.hookspecs`) on `callbacks` and on the installed plugins.
+    training events (see `dlfree.train.hookspecs`) on `callbacks` and on the installed plugins.
 
     - Batches are (*inputs, target) tuples or dicts (the target under "target", "targets",
       "label", "labels" or "y"; the other items are keyword inputs), moved to `device`. A
@@ -67,7 +69,8 @@ class Trainer:
       batches are always stepped on. `global_step` counts optimizer steps; `max_steps` and
       `checkpoint_every_n_steps` count them too.
     - `grad_clip_norm` scales the gradients to that total L2 norm at most; `grad_clip_value`
-      clamps them; both after unscaling under `amp`.
+      clamps them; both after unscaling under `amp`, by `dlfree.optim.clip_grad_norm_` and
+      `clip_grad_value_` (as torch.nn.utils clips).
     - `amp=True` (or a dtype, float16) runs the forward pass in `dl.amp.autocast` and scales
       the loss with a `dl.amp.GradScaler` (`trainer.scaler`).
     - `scheduler` steps after each epoch or each optimizer step (`scheduler_interval`); a
@@ -333,9 +336,9 @@ class Trainer:
                 self.scaler.unscale_(optimizer)
             params = self._parameters()
             if self.grad_clip_norm is not None:
-                batches.clip_grad_norm(params, self.grad_clip_norm)
+                clip_grad_norm_(params, self.grad_clip_norm)
             if self.grad_clip_value is not None:
-                batches.clip_grad_value(params, self.grad_clip_value)
+                clip_grad_value_(params, self.grad_clip_value)
             if self.scaler is not None:
                 self.scaler.step(optimizer)
                 self.scaler.update()
