@@ -9,7 +9,9 @@ from dlfree.ops.layers import Linear
 import numpy as np
 import pytest
 import torch
-from parity import Case, Int, run_family
+
+from support.parity import Case, run_family
+from support.specs import Int
 
 
 def F(m):

@@ -8,7 +8,9 @@ from dlfree import DTypeError, ShapeError
 import numpy as np
 import pytest
 import torch
-from parity import Case, Fixed, Float, Int, run_family
+
+from support.parity import Case, run_family
+from support.specs import Fixed, Float, Int
 
 
 def F(m):

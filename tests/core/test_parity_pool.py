@@ -16,8 +16,9 @@ import dlfree as dl
 import numpy as np
 import pytest
 import torch
-from parity import Case, Fixed, Float, Int, run_family
-from test_parity_shape import cubed
+
+from support.parity import Case, cubed, run_family
+from support.specs import Fixed, Float, Int
 
 
 def F(m):

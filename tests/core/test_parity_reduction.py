@@ -6,7 +6,9 @@ import dlfree as dl
 
 import numpy as np
 import pytest
-from parity import Bool, Case, Fixed, Float, run_family
+
+from support.parity import Case, run_family
+from support.specs import Bool, Fixed, Float
 
 S = (3, 4)
 S3 = (2, 3, 4)

@@ -6,7 +6,8 @@ import dlfree as dl
 from dlfree import nn
 
 import pytest
-from train_helpers import blobs
+
+from support.train import blobs
 
 
 @pytest.fixture

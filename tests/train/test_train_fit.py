@@ -11,7 +11,8 @@ import numpy as np
 import pytest
 import sklearn.metrics
 import torch
-from train_helpers import blobs
+
+from support.train import blobs
 
 
 def _torch_copy(model) -> torch.nn.Sequential:

@@ -15,7 +15,9 @@ from dlfree.train.state_file import checkpoint_paths, pack, unpack
 
 import numpy as np
 import pytest
-from resume_run import AtBatch, build, validation, weights
+
+from support import resume_run
+from support.resume_run import AtBatch, build, validation, weights
 
 
 @pytest.fixture(scope="module")
@@ -73,7 +75,7 @@ def test_sigint_stops_after_the_batch_and_resumes_bit_identical(tmp_path, refere
 
 
 def test_sigkill_between_checkpoints_resumes_bit_identical(tmp_path, reference):
-    script = Path(__file__).with_name("resume_run.py")
+    script = Path(resume_run.__file__)
     done = subprocess.run([sys.executable, str(script), str(tmp_path), "13"],
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == -signal.SIGKILL, done.stderr

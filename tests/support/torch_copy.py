@@ -5,52 +5,24 @@ the twins against each other (forward values, input and parameter gradients, sta
     torch_to_dl(tm, dm)                       # or dl_to_torch(dm, tm)
     check_pair(dm, tm, [Float((4, 3))])       # forward + backward parity
 
-Inputs are described once (`Float`, `Int`, `Const`) and built identically for both
-libraries from one seed. Tolerances are the project's float32 ones: forward rtol = atol =
-1e-5, gradients rtol = atol = 1e-4.
+Inputs are specs of support.specs (`Float`, `Int`, `Bool`, `Fixed`), built identically for
+both libraries from one seed, floats in float32. Tolerances are the project's float32 ones:
+forward rtol = atol = 1e-5, gradients rtol = atol = 1e-4.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Any
 
 import dlfree as dl
 
 import numpy as np
 import torch
 
+from support.specs import Float, as_spec, make_arrays, wants_grad
+
 FWD_TOL = {"rtol": 1e-5, "atol": 1e-5}
 GRAD_TOL = {"rtol": 1e-4, "atol": 1e-4}
-
-
-@dataclass(frozen=True)
-class Float:
-    """A float32 input: standard normal, or uniform on [low, high); `grad` asks for its
-    gradient."""
-
-    shape: tuple
-    low: float | None = None
-    high: float | None = None
-    grad: bool = True
-
-
-@dataclass(frozen=True)
-class Int:
-    """An int64 input (indices, class labels) drawn from [low, high)."""
-
-    shape: tuple
-    low: int = 0
-    high: int = 5
-
-
-@dataclass(frozen=True)
-class Const:
-    """A fixed input (never requires grad)."""
-
-    value: Any
-    dtype: str = "int64"
 
 
 def to_numpy(t) -> np.ndarray:
@@ -84,29 +56,15 @@ def assert_same_state(dl_module, torch_module: torch.nn.Module, tol: dict = FWD_
         np.testing.assert_allclose(a, b, err_msg=key, **tol)
 
 
-def make_arrays(specs, seed: int = 0) -> list[np.ndarray]:
-    """The inputs' values as NumPy arrays (float32 / int64 / as given)."""
-    rs = np.random.default_rng(seed)
-    arrays = []
-    for spec in specs:
-        if isinstance(spec, Float):
-            values = (rs.standard_normal(spec.shape) if spec.low is None
-                      else rs.uniform(spec.low, spec.high, spec.shape))
-            arrays.append(values.astype(np.float32))
-        elif isinstance(spec, Int):
-            arrays.append(rs.integers(spec.low, spec.high, spec.shape, dtype=np.int64))
-        else:
-            arrays.append(np.asarray(spec.value, dtype=spec.dtype))
-    return arrays
-
-
 def build_inputs(specs, seed: int = 0, device: str = "cpu"):
-    """Matching (dl.free inputs, torch inputs); float inputs with `grad` require it."""
+    """Matching (dl.free inputs, torch inputs), floats in float32; float inputs with `grad`
+    require it."""
     ours, theirs = [], []
-    for spec, a in zip(specs, make_arrays(specs, seed)):
-        grad = isinstance(spec, Float) and spec.grad
-        ours.append(dl.tensor(a, device=device, requires_grad=grad))
-        theirs.append(torch.tensor(a, requires_grad=grad))
+    for spec, a in zip(map(as_spec, specs), make_arrays(specs, seed)):
+        if isinstance(spec, Float):
+            a = a.astype(np.float32)
+        ours.append(dl.tensor(a, device=device, requires_grad=wants_grad(spec)))
+        theirs.append(torch.tensor(a, requires_grad=wants_grad(spec)))
     return ours, theirs
 
 

@@ -1,7 +1,8 @@
 """The shared op-parity harness: one table row per op case, checked against PyTorch.
 
 A `Case` names a call written once for both libraries, `fn(m, *inputs)` with `m` being
-`dlfree` or `torch`, and its inputs. `check_case` then verifies, on a given device:
+`dlfree` or `torch`, and its inputs (specs of support.specs). The checks, which `run_family`
+turns into tests, then verify on a given device:
 
 * forward values in float32 (rtol 1e-5, atol 1e-6) and the output dtype and shape;
 * gradients in float32 for a random output gradient (rtol 1e-4, atol 1e-4);
@@ -13,54 +14,16 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
 
 import dlfree as dl
 
 import numpy as np
 import torch
 
+from support.specs import Float, as_spec, make_arrays, wants_grad
+
 FWD_RTOL, FWD_ATOL = 1e-5, 1e-6
 GRAD_RTOL, GRAD_ATOL = 1e-4, 1e-4
-
-
-@dataclass(frozen=True)
-class Int:
-    """An integer (int64) input, e.g. indices, drawn from [low, high)."""
-
-    shape: tuple
-    low: int = 0
-    high: int = 5
-
-
-@dataclass(frozen=True)
-class Bool:
-    """A boolean mask input."""
-
-    shape: tuple
-
-
-@dataclass(frozen=True)
-class Fixed:
-    """A constant input given as a value (array or nested list); never requires grad."""
-
-    value: Any
-    dtype: str | None = None
-
-
-@dataclass(frozen=True)
-class Float:
-    """A floating input with a domain: values in [low, high) or normal when both None.
-
-    `grad=False` makes it a constant; `distinct=True` spaces values apart (for max/sort
-    so that finite differences never cross a tie).
-    """
-
-    shape: tuple
-    low: float | None = None
-    high: float | None = None
-    grad: bool = True
-    distinct: bool = False
 
 
 @dataclass
@@ -80,47 +43,27 @@ class Case:
         return self.name
 
 
-def _spec(x):
-    return Float(x) if isinstance(x, tuple) else x
+def cubed(fn):
+    """`fn` with each output cubed: a linear op's second derivative is zero in both libraries
+    and checks nothing, while the cube's runs through the op's backward."""
 
+    def call(m, *xs):
+        out = fn(m, *xs)
+        if isinstance(out, dl.Tensor | torch.Tensor):
+            return out ** 3
+        return tuple(o ** 3 for o in out)
 
-def make_inputs(case: Case, seed: int = 0) -> list[np.ndarray]:
-    """The case's inputs as float64/int64/bool NumPy arrays (cast per check later)."""
-    rs = np.random.default_rng(seed)
-    arrays = []
-    for spec in map(_spec, case.inputs):
-        if isinstance(spec, Float):
-            n = int(np.prod(spec.shape))
-            if spec.distinct:
-                lo = -2.0 if spec.low is None else spec.low
-                hi = 2.0 if spec.high is None else spec.high
-                values = rs.permutation(np.linspace(lo, hi, max(n, 1)))[:n]
-                arrays.append(values.reshape(spec.shape))
-            elif spec.low is None:
-                arrays.append(rs.standard_normal(spec.shape))
-            else:
-                arrays.append(rs.uniform(spec.low, spec.high, spec.shape))
-        elif isinstance(spec, Int):
-            arrays.append(rs.integers(spec.low, spec.high, spec.shape, dtype=np.int64))
-        elif isinstance(spec, Bool):
-            arrays.append(rs.random(spec.shape) < 0.5)
-        else:
-            arrays.append(np.asarray(spec.value, dtype=spec.dtype))
-    return arrays
-
-
-def _wants_grad(spec) -> bool:
-    return isinstance(spec, Float) and spec.grad
+    return call
 
 
 def _build(case, arrays, float_dtype, device):
     """Matching dl.free and torch inputs (floats cast to `float_dtype`)."""
     dl_in, th_in = [], []
-    for spec, a in zip(map(_spec, case.inputs), arrays):
+    for spec, a in zip(map(as_spec, case.inputs), arrays):
         if isinstance(spec, Float):
             a = a.astype(float_dtype)
-        dl_in.append(dl.tensor(a, device=device, requires_grad=_wants_grad(spec) and case.grad))
-        th_in.append(torch.tensor(a, requires_grad=_wants_grad(spec) and case.grad))
+        dl_in.append(dl.tensor(a, device=device, requires_grad=wants_grad(spec) and case.grad))
+        th_in.append(torch.tensor(a, requires_grad=wants_grad(spec) and case.grad))
     return dl_in, th_in
 
 
@@ -141,7 +84,7 @@ def _float_outputs(outs):
 
 
 def check_forward(case: Case, device: str, seed: int = 0):
-    arrays = make_inputs(case, seed)
+    arrays = make_arrays(case.inputs, seed)
     for dt in case.dtypes:
         dl_in, th_in = _build(case, arrays, dt, device)
         ours = _as_list(case.fn(dl, *dl_in))
@@ -157,7 +100,7 @@ def check_forward(case: Case, device: str, seed: int = 0):
 
 
 def check_grad(case: Case, device: str, seed: int = 0):
-    arrays = make_inputs(case, seed)
+    arrays = make_arrays(case.inputs, seed)
     dl_in, th_in = _build(case, arrays, "float32", device)
     ours = _float_outputs(_as_list(case.fn(dl, *dl_in)))
     ref = _float_outputs(_as_list(case.fn(torch, *th_in)))
@@ -181,7 +124,7 @@ def check_grad(case: Case, device: str, seed: int = 0):
 
 
 def check_gradcheck(case: Case, device: str, seed: int = 0):
-    arrays = make_inputs(case, seed)
+    arrays = make_arrays(case.inputs, seed)
     dl_in, _ = _build(case, arrays, "float64", device)
 
     def fn(*xs):
@@ -192,7 +135,7 @@ def check_gradcheck(case: Case, device: str, seed: int = 0):
 
 def check_gradgrad(case: Case, device: str, seed: int = 0):
     """d/dx <grad_x(<f(x), u>), v> against torch, in float64."""
-    arrays = make_inputs(case, seed)
+    arrays = make_arrays(case.inputs, seed)
     dl_in, th_in = _build(case, arrays, "float64", device)
     rs = np.random.default_rng(seed + 2)
     results = []

@@ -1,5 +1,7 @@
-"""Checks the optimizer test files share: step-by-step trajectory comparison, state_dict
-round trips, gradient handling, version bumps, float32 runs and a small training run."""
+"""What the optimizer test files share: the fixed loss they minimise (`Problem`), torch
+optimizer state converted for dl.free, and the checks: step-by-step trajectory comparison,
+state_dict round trips, gradient handling, version bumps, float32 runs and a small training
+run."""
 
 from __future__ import annotations
 
@@ -10,6 +12,74 @@ import numpy as np
 import pytest
 
 RTOL, ATOL = 1e-10, 1e-12  # float64 trajectories; ATOL only for coordinates that cross 0
+SHAPES = [(3,), (4, 5), (2, 3, 4), ()]  # Problem's parameters, a scalar among them
+
+
+class Problem:
+    """loss(p) = sum(0.5 * a * p**2 + sin(b * p)) over several float64 parameters.
+
+    The sine makes the gradient depend on the parameter non-linearly, so a wrong update
+    changes every later gradient and the trajectories part quickly.
+    """
+
+    def __init__(self, seed: int = 0, shapes=SHAPES):
+        rng = np.random.default_rng(seed)
+        self.inits = [rng.uniform(-2, 2, s) for s in shapes]
+        self.scales = [rng.uniform(0.5, 2, s) for s in shapes]
+        self.freqs = [rng.uniform(0.5, 1.5, s) for s in shapes]
+
+    def dl_params(self, values=None) -> list:
+        return [dl.Parameter(dl.tensor(v)) for v in values or self.inits]
+
+    def torch_params(self, values=None) -> list:
+        import torch
+
+        return [torch.nn.Parameter(torch.tensor(v)) for v in values or self.inits]
+
+    def dl_loss(self, params):
+        total = None
+        for p, a, b in zip(params, self.scales, self.freqs):
+            a, b = dl.tensor(a), dl.tensor(b)
+            term = (0.5 * a * p * p + (b * p).sin()).sum()
+            total = term if total is None else total + term
+        return total
+
+    def torch_loss(self, params):
+        import torch
+
+        return sum((0.5 * torch.tensor(a) * p * p + torch.sin(torch.tensor(b) * p)).sum()
+                   for p, a, b in zip(params, self.scales, self.freqs))
+
+    def run_dl(self, optimizer, params, steps: int) -> list:
+        """Take `steps` steps; the parameter values after each, as NumPy arrays."""
+        history = []
+        for _ in range(steps):
+            optimizer.zero_grad()
+            self.dl_loss(params).backward()
+            optimizer.step()
+            history.append([p.detach().numpy().copy() for p in params])
+        return history
+
+    def run_torch(self, optimizer, params, steps: int) -> list:
+        history = []
+        for _ in range(steps):
+            optimizer.zero_grad()
+            self.torch_loss(params).backward()
+            optimizer.step()
+            history.append([p.detach().numpy().copy() for p in params])
+        return history
+
+
+def torch_state_to_dl(state_dict: dict) -> dict:
+    """A torch optimizer's state_dict with every tensor converted (torch -> NumPy -> dl)."""
+    import torch
+
+    def convert(value):
+        return dl.tensor(value.detach().numpy()) if isinstance(value, torch.Tensor) else value
+
+    return {"state": {i: {k: convert(v) for k, v in s.items()}
+                      for i, s in state_dict["state"].items()},
+            "param_groups": [dict(g) for g in state_dict["param_groups"]]}
 
 
 def case_id(case) -> str:

@@ -1,4 +1,4 @@
-"""Data for the Trainer tests (a module of its own, so test files can import it)."""
+"""Data for the Trainer tests: well-separated Gaussian blobs to classify."""
 
 from __future__ import annotations
 
