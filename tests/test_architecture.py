@@ -11,8 +11,10 @@
 from __future__ import annotations
 
 import ast
+import importlib.metadata
 import json
 import os
+import re
 import subprocess
 import sys
 import textwrap
@@ -21,7 +23,6 @@ from pathlib import Path
 from dlfree import first_party
 
 import pytest
-import tomllib
 
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = ROOT / "packages"
@@ -61,13 +62,17 @@ def _distribution_of(subpackage: str | None) -> str:
     return first_party.SUBPACKAGES.get(subpackage or "", "dlfree")
 
 
+def _project_name(package_dir: Path) -> str:
+    text = (package_dir / "pyproject.toml").read_text()
+    return re.search(r'^name = "([^"]+)"', text, re.M).group(1)
+
+
 def _declared(package_dir: Path) -> set[str]:
-    project = tomllib.loads((package_dir / "pyproject.toml").read_text())["project"]
-    names = {project["name"]}
-    for requirement in project.get("dependencies", []):
-        names.add(requirement.split(";")[0].split("[")[0].split(">")[0].split("=")[0]
-                  .split("<")[0].strip())
-    return names
+    """The distribution and the distributions it requires, as installed."""
+    name = _project_name(package_dir)
+    requires = importlib.metadata.requires(name) or []
+    return {name} | {re.match(r"[A-Za-z0-9_.-]+", r).group(0) for r in requires
+                     if "extra ==" not in r}
 
 
 @pytest.mark.parametrize("package_dir", sorted(p for p in PACKAGES.iterdir()
@@ -90,12 +95,8 @@ def test_packages_use_only_the_distributions_they_declare(package_dir):
             dist = _distribution_of(module.partition(".")[2] or None)
             if dist not in declared:
                 wrong.append(f"{path.relative_to(ROOT)} uses {module} (from {dist})")
-    assert not wrong, (f"{project_name(package_dir)} declares {sorted(declared)} but:\n"
+    assert not wrong, (f"{_project_name(package_dir)} declares {sorted(declared)} but:\n"
                        + "\n".join(wrong))
-
-
-def project_name(package_dir: Path) -> str:
-    return tomllib.loads((package_dir / "pyproject.toml").read_text())["project"]["name"]
 
 
 def _core_import_graph() -> dict[str, set[str]]:
