@@ -6,10 +6,10 @@ from __future__ import annotations
 import numbers
 import weakref
 
-from ..amp import state as autocast_state
 from ..errors import AutogradError
 from ..random import get_rng_state, set_rng_state
 from ..tensor import Tensor
+from . import autocasting
 from .engine import run_backward
 from .function import Function
 from .grad_mode import STATE
@@ -112,7 +112,7 @@ class _Block:
     def __init__(self, function, args: tuple, kwargs: dict, preserve_rng_state: bool):
         self.function, self.args, self.kwargs = function, args, kwargs
         self.rng = get_rng_state() if preserve_rng_state else None
-        self.autocast = autocast_state.snapshot()
+        self.autocast = autocasting.snapshot()
         self.tensors = [a for a in (*args, *kwargs.values()) if isinstance(a, Tensor)]
         self.versions = [t._vc[0] for t in self.tensors]
 
@@ -199,7 +199,7 @@ class _Block:
         try:
             if self.rng is not None:
                 set_rng_state(self.rng)
-            with autocast_state.restored(self.autocast):
+            with autocasting.restored(self.autocast):
                 return self.call(linked)
         finally:
             STATE.enabled, STATE.quiet, STATE.backward = outer

@@ -33,14 +33,20 @@ class Function:
     engine then calls no backward on the outputs' nodes: it hands the op's backward one
     list with each output's gradient (None where an output got none), so that the op can
     combine them in one go (split writes all pieces into one array).
+
+    `autocast` declares the op's autocast policy: "lower", "float32", "promote" or None
+    (see `autocasting`); inside an autocast region `apply` casts the inputs by it first.
     """
 
+    autocast: str | None = None
     saves: tuple = ()
     save_output = False
     output_index = None
 
     @classmethod
     def apply(cls, *inputs, **params):
+        if AUTOCAST.on and cls.autocast is not None:
+            inputs = cast_inputs(cls.autocast, inputs)
         profiler = PROFILING.hook
         if profiler is not None:
             event = profiler.begin_op(cls, inputs)
@@ -154,6 +160,7 @@ class Function:
         self._freed = True
 
 
+from .autocasting import AUTOCAST, cast_inputs  # noqa: E402,I001  (it subclasses Function)
 from ..tensor import Tensor  # noqa: E402  (tensor.py imports this module)
 
 _new = object.__new__

@@ -7,7 +7,7 @@ The tensor families below are exported as `dl.*`; the neural-network families
 
 import importlib
 
-from . import activation, attention, conv, layers, loss, norm, pool  # noqa: F401
+from . import activation, attention, conv, layers, loss, norm, pool, recurrent  # noqa: F401
 from .cast import *  # noqa: F403
 from .comparison import *  # noqa: F403
 from .elementwise import *  # noqa: F403

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 
+from ..autograd.autocasting import autocast_policy
 from ..autograd.function import Function
 from ..errors import DTypeError, ShapeError
 from ..tensor import Tensor
@@ -144,6 +145,7 @@ def _padded_targets(targets: Tensor, target_lengths: list, blank: int, op: str):
     return xp.where(xp.arange(longest) < lengths[:, None], t, blank)
 
 
+@autocast_policy("float32")
 def ctc_loss(log_probs, targets, input_lengths, target_lengths, blank=0, reduction="mean",
              zero_infinity=False):
     """CTC loss of `log_probs` (T, N, C) (log_softmax outputs) or (T, C) against `targets`:

@@ -12,6 +12,7 @@ import math
 import numbers
 
 from .. import dtypes
+from ..autograd.autocasting import autocast_policy
 from ..autograd.function import Function
 from ..autograd.grad_mode import STATE
 from ..creation import zeros, zeros_like
@@ -315,6 +316,7 @@ class PowScalar(Function):
 
 
 @tensor_method("pow", "__pow__")
+@autocast_policy("float32")
 def pow(input, exponent):
     """input ** exponent, broadcast; either may be a tensor or a Python number."""
     if isinstance(input, Tensor) and type(exponent) in (int, float):
@@ -394,6 +396,7 @@ def fmod(input, other):
 
 
 class Atan2(_Broadcast):
+    autocast = "promote"
     saves = (0, 1)
 
     def kernel(self, a, b):
@@ -683,6 +686,7 @@ def _checked_value(value, operands, op: str) -> None:
 
 
 @tensor_method()
+@autocast_policy("promote")
 def addcmul(input, tensor1, tensor2, *, value=1):
     """input + value * tensor1 * tensor2, broadcast."""
     _checked_value(value, (input, tensor1, tensor2), "addcmul")
@@ -691,6 +695,7 @@ def addcmul(input, tensor1, tensor2, *, value=1):
 
 
 @tensor_method()
+@autocast_policy("promote")
 def addcdiv(input, tensor1, tensor2, *, value=1):
     """input + value * tensor1 / tensor2, broadcast; tensor1 / tensor2 may not both be
     integers (torch refuses the historic integer division)."""
@@ -721,20 +726,21 @@ class _BackendUnary(_Unary):
         return getattr(self.device.backend, self.kernel)(x)
 
 
-def _unary(name, kernel, grad, doc, *, uses="x", inputs="promote"):
+def _unary(name, kernel, grad, doc, *, uses="x", inputs="promote", autocast=None):
     """Build a one-input op and bind it as a Tensor method.
 
     `kernel(xp, x)` computes it on arrays (a string names a `Backend` method instead).
     `grad(g, t)` returns the input's gradient, where `t` is the saved input (uses="x"),
     the output (uses="y") or nothing (uses=None). `inputs` says what integer and bool
     tensors do: "promote" to the default float dtype, or raise unless allowed by "float"
-    (never) or "numeric" (integers).
+    (never) or "numeric" (integers). `autocast` is the op's autocast policy.
     """
     on_backend = isinstance(kernel, str)
     cls = type(name.capitalize(), (_BackendUnary if on_backend else _Unary,), {
         "kernel": kernel if on_backend else staticmethod(kernel),
         "grad": staticmethod(grad), "__doc__": doc,
         "saves": (0,) if uses == "x" else (), "save_output": uses == "y",
+        "autocast": autocast,
     })
     kinds = {"float": "f", "numeric": "iuf"}.get(inputs)
 
@@ -762,38 +768,39 @@ def _sigmoid_kernel(xp, x):
 
 
 exp = _unary("exp", lambda xp, x: xp.exp(x), lambda g, y: g * y,
-             "e ** input, elementwise.", uses="y")
+             "e ** input, elementwise.", uses="y", autocast="float32")
 exp2 = _unary("exp2", lambda xp, x: xp.exp2(x), lambda g, y: g * y * _LN2,
               "2 ** input, elementwise.", uses="y")
 expm1 = _unary("expm1", lambda xp, x: xp.expm1(x), lambda g, y: g * (y + 1),
-               "exp(input) - 1, accurate near 0.", uses="y")
+               "exp(input) - 1, accurate near 0.", uses="y", autocast="float32")
 log = _unary("log", lambda xp, x: xp.log(x), lambda g, x: g / x,
-             "Natural logarithm; -inf at 0 and NaN below.")
+             "Natural logarithm; -inf at 0 and NaN below.", autocast="float32")
 log2 = _unary("log2", lambda xp, x: xp.log2(x), lambda g, x: g / (x * _LN2),
-              "Base-2 logarithm.")
+              "Base-2 logarithm.", autocast="float32")
 log10 = _unary("log10", lambda xp, x: xp.log10(x), lambda g, x: g / (x * _LN10),
-               "Base-10 logarithm.")
+               "Base-10 logarithm.", autocast="float32")
 log1p = _unary("log1p", lambda xp, x: xp.log1p(x), lambda g, x: g / (x + 1),
-               "log(1 + input), accurate near 0.")
+               "log(1 + input), accurate near 0.", autocast="float32")
 sqrt = _unary("sqrt", lambda xp, x: xp.sqrt(x), lambda g, y: g / (2 * y),
               "Square root; NaN below 0.", uses="y")
 rsqrt = _unary("rsqrt", lambda xp, x: 1 / xp.sqrt(x), lambda g, y: -0.5 * g * y * y * y,
-               "1 / sqrt(input).", uses="y")
+               "1 / sqrt(input).", uses="y", autocast="float32")
 reciprocal = _unary("reciprocal", lambda xp, x: 1 / x, lambda g, y: -g * (y * y),
-                    "1 / input; integers give floats.", uses="y")
+                    "1 / input; integers give floats.", uses="y", autocast="float32")
 sin = _unary("sin", lambda xp, x: xp.sin(x), lambda g, x: g * cos(x), "Sine (radians).")
 cos = _unary("cos", lambda xp, x: xp.cos(x), lambda g, x: g * -sin(x), "Cosine (radians).")
 tan = _unary("tan", lambda xp, x: xp.tan(x), lambda g, y: g * (1 + y * y),
-             "Tangent (radians).", uses="y")
+             "Tangent (radians).", uses="y", autocast="float32")
 asin = _unary("asin", lambda xp, x: xp.arcsin(x), lambda g, x: g * rsqrt(1 - x * x),
-              "Inverse sine, in [-pi/2, pi/2]; NaN outside [-1, 1].")
+              "Inverse sine, in [-pi/2, pi/2]; NaN outside [-1, 1].", autocast="float32")
 acos = _unary("acos", lambda xp, x: xp.arccos(x), lambda g, x: -g * rsqrt(1 - x * x),
-              "Inverse cosine, in [0, pi]; NaN outside [-1, 1].")
+              "Inverse cosine, in [0, pi]; NaN outside [-1, 1].", autocast="float32")
 atan = _unary("atan", lambda xp, x: xp.arctan(x), lambda g, x: g / (x * x + 1),
               "Inverse tangent, in (-pi/2, pi/2).")
-sinh = _unary("sinh", lambda xp, x: xp.sinh(x), lambda g, x: g * cosh(x), "Hyperbolic sine.")
+sinh = _unary("sinh", lambda xp, x: xp.sinh(x), lambda g, x: g * cosh(x), "Hyperbolic sine.",
+              autocast="float32")
 cosh = _unary("cosh", lambda xp, x: xp.cosh(x), lambda g, x: g * sinh(x),
-              "Hyperbolic cosine.")
+              "Hyperbolic cosine.", autocast="float32")
 tanh = _unary("tanh", lambda xp, x: xp.tanh(x), lambda g, y: g * (1 - y * y),
               "Hyperbolic tangent.", uses="y")
 asinh = _unary("asinh", lambda xp, x: xp.arcsinh(x), lambda g, x: g * rsqrt(x * x + 1),
@@ -815,7 +822,8 @@ erfc = _unary("erfc", "erfc",
               "1 - erf(input), accurate where erf is close to 1.")
 erfinv = _unary("erfinv", "erfinv",
                 lambda g, y: g * (math.sqrt(math.pi) / 2 * exp(y * y)),
-                "The inverse error function: ±inf at ±1, NaN outside [-1, 1].", uses="y")
+                "The inverse error function: ±inf at ±1, NaN outside [-1, 1].", uses="y",
+                autocast="float32")
 frac = _unary("frac", lambda xp, x: x - xp.trunc(x), lambda g: g,
               "input - trunc(input), with the sign of input.", uses=None, inputs="float")
 abs = _unary("abs", lambda xp, x: xp.abs(x), lambda g, x: g * sign(x),

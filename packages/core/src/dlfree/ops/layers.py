@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 import warnings
 
-from ..amp.casts import AUTOCAST, to_autocast_dtype
+from ..autograd.autocasting import autocast_policy
 from ..autograd.function import Function
 from ..autograd.grad_mode import STATE
 from ..errors import DTypeError, ShapeError
@@ -46,12 +46,11 @@ class Linear(Function):
         return tuple(None if a is None else Tensor._make(a, self.device) for a in grads)
 
 
+@autocast_policy("lower")
 def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
     """input @ weight.T + bias, for weight of shape (out_features, in_features) and input
     of shape (*, in_features)."""
     op = "linear"
-    if AUTOCAST.on:
-        input, weight, bias = to_autocast_dtype(input, weight, bias)
     if weight.ndim != 2 or input.ndim == 0 or input.shape[-1] != weight.shape[1]:
         raise ShapeError(f"{op}: input of shape {tuple(input.shape)} and weight of shape "
                          f"{tuple(weight.shape)} do not fit; valid: weight (out_features, "
@@ -70,6 +69,7 @@ def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
     return out.reshape(tuple(input.shape[:-1]) + (weight.shape[0],))
 
 
+@autocast_policy("promote")
 def bilinear(input1: Tensor, input2: Tensor, weight: Tensor,
              bias: Tensor | None = None) -> Tensor:
     """y_o = input1 @ weight[o] @ input2 + bias_o, for weight (out, in1, in2) and inputs

@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 import warnings
 
-from ..amp.casts import AUTOCAST, to_float32
+from ..autograd.autocasting import autocast_policy
 from ..autograd.function import Function
 from ..autograd.grad_mode import STATE
 from ..errors import DeviceError, DTypeError, ShapeError
@@ -104,30 +104,27 @@ def _weighted(loss: Tensor, weight, input: Tensor, reduction: str, op: str,
 
 
 # ------------------------------------------------------------ regression losses
+@autocast_policy("float32")
 def mse_loss(input, target, size_average=None, reduce=None, reduction="mean", weight=None):
     """(input - target)^2; `weight` (input's shape) scales each term, and 'mean' then
     divides by its sum."""
-    if AUTOCAST.on:
-        input, target, weight = to_float32(input, target, weight)
     reduction = _reduction(reduction, "mse_loss", size_average, reduce)
     _same_size(input, target, "mse_loss")
     diff = input - target
     return _weighted(diff * diff, weight, input, reduction, "mse_loss", True)
 
 
+@autocast_policy("float32")
 def l1_loss(input, target, size_average=None, reduce=None, reduction="mean", weight=None):
     """|input - target|; `weight` as in mse_loss."""
-    if AUTOCAST.on:
-        input, target, weight = to_float32(input, target, weight)
     reduction = _reduction(reduction, "l1_loss", size_average, reduce)
     _same_size(input, target, "l1_loss")
     return _weighted((input - target).abs(), weight, input, reduction, "l1_loss", True)
 
 
+@autocast_policy("float32")
 def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mean", beta=1.0):
     """0.5 d^2 / beta where |d| < beta, else |d| - 0.5 beta (d = input - target)."""
-    if AUTOCAST.on:
-        input, target = to_float32(input, target)
     reduction = _reduction(reduction, "smooth_l1_loss", size_average, reduce)
     if beta < 0:
         raise ValueError(f"smooth_l1_loss: beta must be non-negative, got {beta}")
@@ -139,10 +136,9 @@ def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mea
     return _reduce(where(size < beta, diff * diff * (0.5 / beta), size - 0.5 * beta), reduction)
 
 
+@autocast_policy("float32")
 def huber_loss(input, target, reduction="mean", delta=1.0, weight=None):
     """0.5 d^2 where |d| < delta, else delta (|d| - 0.5 delta); `weight` scales each term."""
-    if AUTOCAST.on:
-        input, target, weight = to_float32(input, target, weight)
     reduction = _reduction(reduction, "huber_loss")
     if delta <= 0:
         raise ValueError(f"huber_loss: delta must be positive, got {delta}")
@@ -153,12 +149,11 @@ def huber_loss(input, target, reduction="mean", delta=1.0, weight=None):
     return _weighted(loss, weight, input, reduction, "huber_loss", False)
 
 
+@autocast_policy("float32")
 def poisson_nll_loss(input, target, log_input=True, full=False, size_average=None, eps=1e-8,
                      reduce=None, reduction="mean"):
     """Negative log-likelihood of a Poisson target: exp(input) - target * input (or with
     `log_input=False`, input - target * log(input + eps)); `full` adds Stirling's term."""
-    if AUTOCAST.on:
-        input, target = to_float32(input, target)
     reduction = _reduction(reduction, "poisson_nll_loss", size_average, reduce)
     _float_input(input, "poisson_nll_loss")
     loss = input.exp() - target * input if log_input else \
@@ -170,11 +165,10 @@ def poisson_nll_loss(input, target, log_input=True, full=False, size_average=Non
     return _reduce(loss, reduction)
 
 
+@autocast_policy("float32")
 def gaussian_nll_loss(input, target, var, full=False, eps=1e-6, reduction="mean"):
     """0.5 (log var + (input - target)^2 / var), with var clamped to at least `eps`; `var`
     has the input's shape, or one dim of size 1 (or missing last dim) for shared variance."""
-    if AUTOCAST.on:
-        input, target, var = to_float32(input, target, var)
     op = "gaussian_nll_loss"
     reduction = _reduction(reduction, op)
     _float_input(input, op)
@@ -201,12 +195,11 @@ def gaussian_nll_loss(input, target, var, full=False, eps=1e-6, reduction="mean"
     return _reduce(loss, reduction)
 
 
+@autocast_policy("float32")
 def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_target=False):
     """KL(target || exp(input)) pointwise: target * (log target - input); `input` holds
     log-probabilities, and `target` too with `log_target`. 'batchmean' divides the sum by
     the batch size (the true KL divergence); 'mean' divides by every element, as torch."""
-    if AUTOCAST.on:
-        input, target = to_float32(input, target)
     op = "kl_div"
     reduction = _reduction(reduction, op, size_average, reduce, _REDUCTIONS + ("batchmean",))
     _float_input(input, op)
@@ -241,12 +234,11 @@ class BinaryCrossEntropy(Function):
         return gx, gt
 
 
+@autocast_policy("float32")
 def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=None,
                          reduction="mean"):
     """-w (t log x + (1 - t) log(1 - x)) for probabilities x in [0, 1]; the logs are clamped
     at -100, so x = 0 or 1 gives a finite loss, as in torch."""
-    if AUTOCAST.on:
-        input, target, weight = to_float32(input, target, weight)
     op = "binary_cross_entropy"
     reduction = _reduction(reduction, op, size_average, reduce)
     _require_same_shape(input, target, op)
@@ -261,12 +253,11 @@ def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=N
     return _reduce(loss, reduction)
 
 
+@autocast_policy("float32")
 def binary_cross_entropy_with_logits(input, target, weight=None, size_average=None,
                                      reduce=None, reduction="mean", pos_weight=None):
     """binary_cross_entropy(sigmoid(input), target), computed stably from the logits;
     `pos_weight` (broadcast along the last dim) scales the positive term."""
-    if AUTOCAST.on:
-        input, target, weight, pos_weight = to_float32(input, target, weight, pos_weight)
     op = "binary_cross_entropy_with_logits"
     reduction = _reduction(reduction, op, size_average, reduce)
     _require_same_shape(input, target, op)
@@ -501,14 +492,13 @@ def _along_classes(weight, like):
     return weight.reshape((1, -1) + (1,) * (like.ndim - 2))
 
 
+@autocast_policy("float32")
 def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-100, reduce=None,
                   reduction="mean", label_smoothing=0.0):
     """Softmax cross-entropy of logits `input` (N, C, d1, ...) or (C,) against class indices
     (N, d1, ...) or class probabilities (the input's shape). `weight` rescales classes,
     `ignore_index` skips positions, `label_smoothing` mixes in the uniform distribution.
     With indices, 'mean' divides by the summed weight of the counted positions."""
-    if AUTOCAST.on:
-        input, target, weight = to_float32(input, target, weight)
     op = "cross_entropy"
     reduction = _reduction(reduction, op, size_average, reduce)
     if not 0.0 <= label_smoothing <= 1.0:
@@ -529,12 +519,11 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
     return out.reshape(()) if unbatched and reduction == "none" else out
 
 
+@autocast_policy("float32")
 def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, reduce=None,
              reduction="mean"):
     """-input[target] * weight[target] for log-probabilities `input` (N, C, d1, ...) or (C,);
     'mean' divides by the summed weight of the positions not equal to `ignore_index`."""
-    if AUTOCAST.on:
-        input, target, weight = to_float32(input, target, weight)
     op = "nll_loss"
     reduction = _reduction(reduction, op, size_average, reduce)
     x, t, unbatched = _class_targets(input, target, op)
@@ -543,12 +532,11 @@ def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, r
     return out.reshape(()) if unbatched and reduction == "none" else out
 
 
+@autocast_policy("float32")
 def multi_margin_loss(input, target, p=1, margin=1.0, weight=None, size_average=None,
                       reduce=None, reduction="mean"):
     """Multi-class hinge loss: sum over classes j != y of max(0, margin - x[y] + x[j])^p,
     times weight[y], divided by the number of classes; p is 1 or 2."""
-    if AUTOCAST.on:
-        input, target, weight = to_float32(input, target, weight)
     op = "multi_margin_loss"
     reduction = _reduction(reduction, op, size_average, reduce)
     if p not in (1, 2):
@@ -567,12 +555,11 @@ def multi_margin_loss(input, target, p=1, margin=1.0, weight=None, size_average=
     return _reduce(loss.reshape(()) if unbatched else loss, reduction)
 
 
+@autocast_policy("float32")
 def multilabel_soft_margin_loss(input, target, weight=None, size_average=None, reduce=None,
                                 reduction="mean"):
     """Per-class logistic loss averaged over the classes (last dim): -(y log sigmoid(x) +
     (1 - y) log sigmoid(-x)), `weight` rescaling the classes."""
-    if AUTOCAST.on:
-        input, target, weight = to_float32(input, target, weight)
     op = "multilabel_soft_margin_loss"
     reduction = _reduction(reduction, op, size_average, reduce)
     _float_input(input, op)
@@ -590,12 +577,11 @@ def _same_ndim(op: str, **tensors) -> None:
                          f"{shapes}")
 
 
+@autocast_policy("float32")
 def cosine_embedding_loss(input1, input2, target, margin=0.0, size_average=None, reduce=None,
                           reduction="mean"):
     """1 - cos(x1, x2) where target == 1, max(0, cos(x1, x2) - margin) where target == -1;
     inputs (N, D) with target (N,), or (D,) with a 0-d target."""
-    if AUTOCAST.on:
-        input1, input2, target = to_float32(input1, input2, target)
     op = "cosine_embedding_loss"
     reduction = _reduction(reduction, op, size_average, reduce)
     _float_input(input1, op)
@@ -613,11 +599,10 @@ def cosine_embedding_loss(input1, input2, target, margin=0.0, size_average=None,
     return _reduce(loss, reduction)
 
 
+@autocast_policy("float32")
 def margin_ranking_loss(input1, input2, target, margin=0.0, size_average=None, reduce=None,
                         reduction="mean"):
     """max(0, -target * (input1 - input2) + margin), target being 1 or -1."""
-    if AUTOCAST.on:
-        input1, input2, target = to_float32(input1, input2, target)
     op = "margin_ranking_loss"
     reduction = _reduction(reduction, op, size_average, reduce)
     _float_input(input1, op)
@@ -625,11 +610,10 @@ def margin_ranking_loss(input1, input2, target, margin=0.0, size_average=None, r
     return _reduce((margin - target * (input1 - input2)).clamp(min=0), reduction)
 
 
+@autocast_policy("float32")
 def hinge_embedding_loss(input, target, margin=1.0, size_average=None, reduce=None,
                          reduction="mean"):
     """input where target == 1, max(0, margin - input) where target == -1."""
-    if AUTOCAST.on:
-        input, target = to_float32(input, target)
     op = "hinge_embedding_loss"
     reduction = _reduction(reduction, op, size_average, reduce)
     _float_input(input, op)
@@ -638,12 +622,11 @@ def hinge_embedding_loss(input, target, margin=1.0, size_average=None, reduce=No
     return _reduce(loss, reduction)
 
 
+@autocast_policy("float32")
 def triplet_margin_loss(anchor, positive, negative, margin=1.0, p=2, eps=1e-6, swap=False,
                         size_average=None, reduce=None, reduction="mean"):
     """max(0, margin + d(anchor, positive) - d(anchor, negative)) with the p-norm distance
     over the last dim; `swap` uses d(positive, negative) when it is smaller."""
-    if AUTOCAST.on:
-        anchor, positive, negative = to_float32(anchor, positive, negative)
     op = "triplet_margin_loss"
     reduction = _reduction(reduction, op, size_average, reduce)
     if margin <= 0:
