@@ -1,5 +1,6 @@
-"""Gradient checkpointing: recompute a block's forward in backward instead of keeping its
-activations, trading one more forward of the block for its memory."""
+"""Activation recomputation (gradient checkpointing): `checkpoint` recomputes a block's
+forward in backward instead of keeping its activations, trading one more forward of the
+block for its memory. Training-state files are another thing (they live with the Trainer)."""
 
 from __future__ import annotations
 
