@@ -8,8 +8,8 @@ from __future__ import annotations
 from .ops.activation import *  # noqa: F403
 from .ops.attention import *  # noqa: F403
 from .ops.conv import *  # noqa: F403
+from .ops.dropout import *  # noqa: F403
 from .ops.elementwise import logsigmoid, sigmoid, tanh  # noqa: F401
-from .ops.layers import *  # noqa: F403
 from .ops.loss import *  # noqa: F403
 from .ops.norm import *  # noqa: F403
 from .ops.pool import *  # noqa: F403

@@ -1,13 +1,13 @@
 """The differentiable ops, one module per family; importing this binds the Tensor methods.
 
 The tensor families below are exported as `dl.*`; the neural-network families
-(activation, attention, conv, layers, loss, norm, pool) are gathered by
+(activation, attention, conv, dropout, loss, norm, pool) are gathered by
 `dlfree.functional` instead.
 """
 
 import importlib
 
-from . import activation, attention, conv, layers, loss, norm, pool, recurrent  # noqa: F401
+from . import activation, attention, conv, dropout, loss, norm, pool, recurrent  # noqa: F401
 from .cast import *  # noqa: F403
 from .comparison import *  # noqa: F403
 from .elementwise import *  # noqa: F403
