@@ -1,201 +1,21 @@
-"""The functional forms of basic layers: linear, bilinear, embedding, one_hot, dropout."""
+"""Dropout: elementwise, of whole channels (dropout1d/2d/3d), and alpha dropout for SELU
+networks, all drawing their masks from dl's seeded generator."""
 
 from __future__ import annotations
 
 import math
 import warnings
 
-from ..autograd.autocasting import autocast_policy
 from ..autograd.function import Function
-from ..autograd.grad_mode import STATE
-from ..errors import DTypeError, ShapeError
+from ..errors import ShapeError
 from ..random import rng
 from ..tensor import Tensor
 from .inplace import apply_inplace
 
-__all__ = ["linear", "bilinear", "embedding", "one_hot", "dropout", "dropout1d", "dropout2d",
-           "dropout3d", "alpha_dropout", "feature_alpha_dropout"]
+__all__ = ["dropout", "dropout1d", "dropout2d", "dropout3d", "alpha_dropout",
+           "feature_alpha_dropout"]
 
 
-# ------------------------------------------------------------------------ linear
-class Linear(Function):
-    """x @ weight.T (+ bias) for a 2-d x: one matrix product forward, two backward."""
-
-    def forward(self, x, weight, *bias):
-        need_x, need_w = self.needs_input_grad[:2] if self.needs_input_grad else (False, False)
-        self.saves = ((1,) if need_x else ()) + ((0,) if need_w else ())
-        out = x @ weight.T
-        if bias:
-            out += bias[0]
-        return out
-
-    def backward(self, g):
-        need = self.needs_input_grad
-        saved = self.saved_tensors
-        weight = saved[0] if need[0] else None
-        x = saved[-1] if need[1] else None
-        if STATE.enabled:  # recording: the same products as Tensor ops, for double backward
-            grads = (g @ weight if need[0] else None, g.T @ x if need[1] else None)
-            return grads + ((g.sum(0) if need[2] else None,) if len(need) > 2 else ())
-        g = g._data
-        grads = (g @ weight._data if need[0] else None, g.T @ x._data if need[1] else None)
-        if len(need) > 2:
-            # the bias gradient, the column sums of g, as one matrix-vector product: a BLAS
-            # call that reads g once, three times faster than a reduction over axis 0
-            grads += (self.xp.ones(g.shape[0], dtype=g.dtype) @ g if need[2] else None,)
-        return tuple(None if a is None else Tensor._make(a, self.device) for a in grads)
-
-
-@autocast_policy("lower")
-def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
-    """input @ weight.T + bias, for weight of shape (out_features, in_features) and input
-    of shape (*, in_features)."""
-    op = "linear"
-    if weight.ndim != 2 or input.ndim == 0 or input.shape[-1] != weight.shape[1]:
-        raise ShapeError(f"{op}: input of shape {tuple(input.shape)} and weight of shape "
-                         f"{tuple(weight.shape)} do not fit; valid: weight (out_features, "
-                         f"in_features) with in_features the input's last dim")
-    if bias is not None and tuple(bias.shape) != (weight.shape[0],):
-        raise ShapeError(f"{op}: bias of shape {tuple(bias.shape)} does not fit weight of shape "
-                         f"{tuple(weight.shape)}; valid: ({weight.shape[0]},)")
-    params = (weight,) if bias is None else (weight, bias)
-    for p in params:
-        if p._data.dtype != input._data.dtype:
-            raise DTypeError(f"{op}: input is {input.dtype!r} but a parameter is {p.dtype!r}; "
-                             "valid: the same floating dtype for all")
-    if input.ndim == 2:
-        return Linear.apply(input, *params)
-    out = Linear.apply(input.reshape(-1, weight.shape[1]), *params)
-    return out.reshape(tuple(input.shape[:-1]) + (weight.shape[0],))
-
-
-@autocast_policy("promote")
-def bilinear(input1: Tensor, input2: Tensor, weight: Tensor,
-             bias: Tensor | None = None) -> Tensor:
-    """y_o = input1 @ weight[o] @ input2 + bias_o, for weight (out, in1, in2) and inputs
-    (*, in1) and (*, in2) with the same leading dims."""
-    op = "bilinear"
-    if weight.ndim != 3 or input1.ndim == 0 or input2.ndim == 0 or \
-            tuple(input1.shape[:-1]) != tuple(input2.shape[:-1]) or \
-            (input1.shape[-1], input2.shape[-1]) != tuple(weight.shape[1:]):
-        raise ShapeError(f"{op}: input1 {tuple(input1.shape)}, input2 {tuple(input2.shape)} and "
-                         f"weight {tuple(weight.shape)} do not fit; valid: inputs (*, in1) and "
-                         "(*, in2) with the same leading dims, weight (out, in1, in2)")
-    if bias is not None and tuple(bias.shape) != (weight.shape[0],):
-        raise ShapeError(f"{op}: bias of shape {tuple(bias.shape)} does not fit weight of shape "
-                         f"{tuple(weight.shape)}; valid: ({weight.shape[0]},)")
-    out_f, in1, in2 = weight.shape
-    x1, x2 = input1.reshape(-1, in1), input2.reshape(-1, in2)
-    # (B, in1) @ (in1, out * in2): every output's bilinear form in one matrix product
-    left = (x1 @ weight.permute(1, 0, 2).reshape(in1, out_f * in2)).reshape(-1, out_f, in2)
-    out = (left * x2.unsqueeze(1)).sum(-1)
-    if bias is not None:
-        out = out + bias
-    return out.reshape(tuple(input1.shape[:-1]) + (out_f,))
-
-
-# --------------------------------------------------------------------- embedding
-class Embedding(Function):
-    """weight[indices]; backward adds each output row's gradient into its weight row,
-    times `row_scale` (0 for padding_idx, 1/count with scale_grad_by_freq) when given."""
-
-    def forward(self, weight, indices, row_scale):
-        self.indices, self.row_scale, self.rows = indices, row_scale, weight.shape[0]
-        return weight[indices]
-
-    def backward(self, g):
-        return (EmbeddingBackward.apply(g, indices=self.indices, row_scale=self.row_scale,
-                                        rows=self.rows),)
-
-
-class EmbeddingBackward(Function):
-    """Embedding's backward: a scatter-add of the scaled rows of g; its own gradient is the
-    gather of the same rows, scaled again."""
-
-    def forward(self, g, indices, row_scale, rows):
-        self.indices, self.row_scale = indices, row_scale
-        dim = g.shape[-1]
-        values = g.reshape(-1, dim)
-        if row_scale is not None:
-            values = values * row_scale.reshape(-1, 1)
-        out = self.xp.zeros((rows, dim), dtype=g.dtype)
-        self.device.backend.scatter_add(out, indices.reshape(-1), values)
-        return out
-
-    def backward(self, gg):
-        rows = Embedding.apply(gg, indices=self.indices, row_scale=None)
-        if self.row_scale is None:
-            return (rows,)
-        scale = self.row_scale[..., None].astype(gg._data.dtype, copy=False)
-        return (rows * Tensor._make(scale, self.device),)
-
-
-def embedding(input: Tensor, weight: Tensor, padding_idx: int | None = None,
-              max_norm: float | None = None, norm_type: float = 2.0,
-              scale_grad_by_freq: bool = False, sparse: bool = False) -> Tensor:
-    """The rows of `weight` (num_embeddings, dim) at the integer `input`, shape (*input, dim).
-
-    Row `padding_idx` gets no gradient; `max_norm` renormalises the looked-up rows of
-    `weight` in place (as torch does); `scale_grad_by_freq` divides each row's gradient by
-    its count in the batch.
-    """
-    op = "embedding"
-    if sparse:
-        raise ValueError(f"{op}: sparse gradients are not supported; use sparse=False")
-    if weight.ndim != 2:
-        raise ShapeError(f"{op}: weight must be 2-d (num_embeddings, embedding_dim), got shape "
-                         f"{tuple(weight.shape)}")
-    if input._data.dtype.kind not in "iu":
-        raise DTypeError(f"{op}: indices must be an integer tensor, got {input.dtype!r}")
-    xp, rows = input._device.xp, weight.shape[0]
-    idx = input._data
-    if idx.size and (int(idx.min()) < 0 or int(idx.max()) >= rows):
-        raise IndexError(f"{op}: indices must lie in [0, {rows}) for a weight of shape "
-                         f"{tuple(weight.shape)}, got values in [{int(idx.min())}, "
-                         f"{int(idx.max())}]")
-    row_scale = None
-    if padding_idx is not None:
-        if not -rows <= padding_idx < rows:
-            raise ValueError(f"{op}: padding_idx {padding_idx} must be within [-{rows}, {rows})")
-        row_scale = idx != padding_idx % rows
-    if scale_grad_by_freq:
-        inverse_count = 1 / xp.bincount(idx.reshape(-1), minlength=rows)[idx]
-        row_scale = inverse_count if row_scale is None else row_scale * inverse_count
-    if max_norm is not None:
-        _renorm_rows(weight, xp.unique(idx), max_norm, norm_type)
-    return Embedding.apply(weight, indices=idx, row_scale=row_scale)
-
-
-def _renorm_rows(weight: Tensor, rows, max_norm: float, norm_type: float) -> None:
-    """Scale the given rows of `weight` in place so that their norms are at most max_norm."""
-    xp, data = weight._device.xp, weight._data
-    picked = data[rows]
-    norms = (xp.abs(picked) ** norm_type).sum(axis=1, keepdims=True) ** (1 / norm_type)
-    scale = xp.where(norms > max_norm, max_norm / (norms + 1e-7), 1.0)
-    data[rows] = picked * scale.astype(data.dtype)
-    weight._vc[0] += 1
-
-
-def one_hot(tensor: Tensor, num_classes: int = -1) -> Tensor:
-    """int64 tensor of shape (*tensor, num_classes) with a 1 at each class index;
-    num_classes=-1 means the largest index plus one."""
-    op = "one_hot"
-    if tensor._data.dtype.kind not in "iu":
-        raise DTypeError(f"{op}: expected an integer (index) tensor, got {tensor.dtype!r}")
-    idx, xp = tensor._data, tensor._device.xp
-    if num_classes == -1:
-        if idx.size == 0:
-            raise ValueError(f"{op}: cannot infer the number of classes from an empty tensor of "
-                             f"shape {tuple(tensor.shape)}; pass num_classes")
-        num_classes = int(idx.max()) + 1
-    if idx.size and (int(idx.min()) < 0 or int(idx.max()) >= num_classes):
-        raise ValueError(f"{op}: class values must lie in [0, {num_classes}), got values in "
-                         f"[{int(idx.min())}, {int(idx.max())}]")
-    out = (idx[..., None] == xp.arange(num_classes)).astype(xp.int64)
-    return Tensor._make(out, tensor._device)
-
-
-# ----------------------------------------------------------------------- dropout
 class Dropout(Function):
     """x * scale (+ shift), where `scale` holds the drawn mask; backward reuses it."""
 
