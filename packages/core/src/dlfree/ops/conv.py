@@ -23,7 +23,7 @@ from ..autograd.autocasting import autocast_policy
 from ..autograd.function import Function
 from ..backends.im2col import Shifted, Window, scratch
 from ..errors import DTypeError, ShapeError
-from ._util import require_float
+from ._util import check_float
 
 __all__ = ["pad", "conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d",
            "conv_transpose3d", "unfold", "fold"]
@@ -332,7 +332,7 @@ def _batched(input, d: int, op: str) -> tuple:
 
 
 def _check_operands(op: str, input, weight, bias, d: int, layout: str) -> None:
-    require_float(input, op)
+    check_float(input, op)
     for name, t in (("weight", weight), ("bias", bias)):
         if t is not None and t.dtype != input.dtype:
             raise DTypeError(f"{op}: input is {input.dtype!r} but {name} is {t.dtype!r}; "

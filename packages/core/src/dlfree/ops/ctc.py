@@ -13,7 +13,7 @@ from ..autograd.autocasting import autocast_policy
 from ..autograd.function import Function
 from ..errors import DTypeError, ShapeError
 from ..tensor import Tensor
-from ._util import require_float
+from ._util import check_float
 
 __all__ = ["ctc_loss"]
 
@@ -156,7 +156,7 @@ def ctc_loss(log_probs, targets, input_lengths, target_lengths, blank=0, reducti
     if reduction not in ("none", "mean", "sum"):
         raise ValueError(f"{op}: reduction must be one of 'none', 'mean', 'sum', got "
                          f"{reduction!r}")
-    require_float(log_probs, op)
+    check_float(log_probs, op)
     if not isinstance(targets, Tensor) or targets._data.dtype.kind not in "iu":
         got = targets.dtype if isinstance(targets, Tensor) else type(targets).__name__
         raise DTypeError(f"{op}: targets must be an integer tensor of class indices, got {got}")

@@ -18,7 +18,7 @@ from ..autograd.grad_mode import STATE
 from ..creation import zeros, zeros_like
 from ..errors import DTypeError
 from ..tensor import Tensor
-from ._util import promote, scalar_tensor, sum_to, tensor_method
+from ._util import check_kind, promote, scalar_tensor, sum_to, tensor_method
 
 __all__ = [
     "add", "sub", "subtract", "mul", "multiply", "div", "divide", "true_divide", "pow",
@@ -30,20 +30,6 @@ __all__ = [
     "clamp", "clip", "minimum", "maximum", "fmin", "fmax", "where", "lerp", "relu", "hypot",
     "xlogy", "addcmul", "addcdiv",
 ]
-
-_VALID = {
-    "f": "floating-point tensors (float16, float32, float64)",
-    "iuf": "integer and floating-point tensors (every dtype but bool)",
-    "biu": "integer and bool tensors (bool, uint8, int8, int16, int32, int64)",
-}
-
-
-def check_kind(t: Tensor, kinds: str, op: str, hint: str = "") -> None:
-    """Raise `DTypeError` naming `op` and `t`'s dtype unless its kind is one of `kinds`."""
-    if t._data.dtype.kind not in kinds:
-        raise DTypeError(f"{op}: not supported for {t.dtype.name} tensors; valid: "
-                         f"{_VALID[kinds]}" + (f"; {hint}" if hint else ""))
-
 
 def _result_dtype(op: str, *operands):
     """PyTorch's result dtype (a NumPy dtype) for tensors and Python numbers."""
@@ -184,9 +170,7 @@ def _radd(self, other):
 
 
 def _no_bool_sub(a: Tensor) -> None:
-    if a._data.dtype.kind == "b":
-        raise DTypeError("sub: subtraction of bool tensors is not supported; valid: "
-                         f"{_VALID['iuf']}; use ^ or logical_xor() for bool tensors")
+    check_kind(a, "iuf", "sub", "use ^ or logical_xor() for bool tensors")
 
 
 @tensor_method("sub", "subtract")

@@ -12,7 +12,7 @@ from ..autograd.function import Function
 from ..autograd.grad_mode import STATE
 from ..errors import AutogradError, DTypeError, ShapeError
 from ..tensor import Tensor
-from ._util import normalize_dim, promote, require_float, sum_array_to, sum_to, tensor_method
+from ._util import check_float, normalize_dim, promote, sum_array_to, sum_to, tensor_method
 from .reduction import amax, amin, vector_norm
 
 __all__ = ["matmul", "mm", "bmm", "dot", "outer", "ger", "einsum", "tensordot", "norm"]
@@ -332,7 +332,7 @@ def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim: bool = False, *, dtype=None
     op = "linalg.matrix_norm"
     if dtype is not None:
         A = A.to(dtype)
-    require_float(A, op)
+    check_float(A, op)
     if A.ndim < 2 or len(dim) != 2:
         raise ShapeError(f"{op}: needs a tensor with at least 2 dims and 2 dims to reduce, got "
                          f"shape {tuple(A.shape)} and dim={dim}")

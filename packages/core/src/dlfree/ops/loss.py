@@ -15,7 +15,7 @@ from ..autograd.function import Function
 from ..autograd.grad_mode import STATE
 from ..errors import DeviceError, DTypeError, ShapeError
 from ..tensor import Tensor
-from ._util import require_float
+from ._util import check_float
 from .ctc import ctc_loss
 from .elementwise import logsigmoid, minimum, where, xlogy
 from .indexing import Index, IndexBackward
@@ -59,15 +59,9 @@ def _constant(array, like: Tensor) -> Tensor:
     return Tensor._make(array, like._device)
 
 
-def _float_input(input: Tensor, op: str) -> None:
-    if not isinstance(input, Tensor):
-        raise DTypeError(f"{op}: input must be a Tensor, got {type(input).__name__}")
-    require_float(input, op)
-
-
 def _same_size(input: Tensor, target: Tensor, op: str) -> None:
     """Warn like torch when the target broadcasts against the input; fail if it cannot."""
-    _float_input(input, op)
+    check_float(input, op)
     if input.shape == target.shape:
         return
     try:
@@ -83,7 +77,7 @@ def _same_size(input: Tensor, target: Tensor, op: str) -> None:
 
 
 def _require_same_shape(input: Tensor, target: Tensor, op: str) -> None:
-    _float_input(input, op)
+    check_float(input, op)
     if input.shape != target.shape:
         raise ShapeError(f"{op}: target of shape {tuple(target.shape)} must have the same shape "
                          f"as the input {tuple(input.shape)}")
@@ -155,7 +149,7 @@ def poisson_nll_loss(input, target, log_input=True, full=False, size_average=Non
     """Negative log-likelihood of a Poisson target: exp(input) - target * input (or with
     `log_input=False`, input - target * log(input + eps)); `full` adds Stirling's term."""
     reduction = _reduction(reduction, "poisson_nll_loss", size_average, reduce)
-    _float_input(input, "poisson_nll_loss")
+    check_float(input, "poisson_nll_loss")
     loss = input.exp() - target * input if log_input else \
         input - target * (input + eps).log()
     if full:
@@ -171,7 +165,7 @@ def gaussian_nll_loss(input, target, var, full=False, eps=1e-6, reduction="mean"
     has the input's shape, or one dim of size 1 (or missing last dim) for shared variance."""
     op = "gaussian_nll_loss"
     reduction = _reduction(reduction, op)
-    _float_input(input, op)
+    check_float(input, op)
     if not isinstance(var, Tensor):
         if var < 0:
             raise ValueError(f"{op}: var must be non-negative, got {var}")
@@ -202,7 +196,7 @@ def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_
     the batch size (the true KL divergence); 'mean' divides by every element, as torch."""
     op = "kl_div"
     reduction = _reduction(reduction, op, size_average, reduce, _REDUCTIONS + ("batchmean",))
-    _float_input(input, op)
+    check_float(input, op)
     if reduction == "mean" and size_average is None and reduce is None:
         warnings.warn("kl_div: reduction='mean' divides the total loss by both the batch size "
                       "and the support size; 'batchmean' divides only by the batch size, and "
@@ -274,7 +268,7 @@ def binary_cross_entropy_with_logits(input, target, weight=None, size_average=No
 def _class_targets(input, target, op: str) -> tuple:
     """`input` (N, C, d1, ...) or (C,) and class-index `target` (N, d1, ...) or (), checked;
     returned with a batch dim added to an unbatched pair, and whether one was."""
-    _float_input(input, op)
+    check_float(input, op)
     if not isinstance(target, Tensor) or target._data.dtype.kind not in "iu":
         got = target.dtype if isinstance(target, Tensor) else type(target).__name__
         raise DTypeError(f"{op}: target must hold class indices (an int64 tensor), got {got}; "
@@ -562,7 +556,7 @@ def multilabel_soft_margin_loss(input, target, weight=None, size_average=None, r
     (1 - y) log sigmoid(-x)), `weight` rescaling the classes."""
     op = "multilabel_soft_margin_loss"
     reduction = _reduction(reduction, op, size_average, reduce)
-    _float_input(input, op)
+    check_float(input, op)
     loss = -(target * logsigmoid(input) + (1 - target) * logsigmoid(-input))
     if weight is not None:
         loss = loss * weight
@@ -584,7 +578,7 @@ def cosine_embedding_loss(input1, input2, target, margin=0.0, size_average=None,
     inputs (N, D) with target (N,), or (D,) with a 0-d target."""
     op = "cosine_embedding_loss"
     reduction = _reduction(reduction, op, size_average, reduce)
-    _float_input(input1, op)
+    check_float(input1, op)
     if input1.shape != input2.shape or input1.ndim not in (1, 2) or \
             tuple(target.shape) != tuple(input1.shape[:-1]):
         raise ShapeError(f"{op}: expected inputs of one shape (N, D) with target (N,), or (D,) "
@@ -605,7 +599,7 @@ def margin_ranking_loss(input1, input2, target, margin=0.0, size_average=None, r
     """max(0, -target * (input1 - input2) + margin), target being 1 or -1."""
     op = "margin_ranking_loss"
     reduction = _reduction(reduction, op, size_average, reduce)
-    _float_input(input1, op)
+    check_float(input1, op)
     _same_ndim(op, input1=input1, input2=input2, target=target)
     return _reduce((margin - target * (input1 - input2)).clamp(min=0), reduction)
 
@@ -616,7 +610,7 @@ def hinge_embedding_loss(input, target, margin=1.0, size_average=None, reduce=No
     """input where target == 1, max(0, margin - input) where target == -1."""
     op = "hinge_embedding_loss"
     reduction = _reduction(reduction, op, size_average, reduce)
-    _float_input(input, op)
+    check_float(input, op)
     loss = where(target != 1, (margin - input).clamp(min=0), 0.0) + \
         where(target != -1, input, 0.0)
     return _reduce(loss, reduction)
@@ -631,7 +625,7 @@ def triplet_margin_loss(anchor, positive, negative, margin=1.0, p=2, eps=1e-6, s
     reduction = _reduction(reduction, op, size_average, reduce)
     if margin <= 0:
         raise ValueError(f"{op}: margin must be greater than 0, got {margin}")
-    _float_input(anchor, op)
+    check_float(anchor, op)
     _same_ndim(op, anchor=anchor, positive=positive, negative=negative)
 
     def distance(a, b):

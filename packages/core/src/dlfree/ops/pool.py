@@ -19,7 +19,7 @@ from .. import dtypes
 from ..autograd.function import Function
 from ..errors import ShapeError
 from ..tensor import Tensor
-from ._util import require_float
+from ._util import check_float
 from .elementwise import relu
 from .indexing import gather
 
@@ -439,7 +439,7 @@ def _outer(xp, vectors: list):
 # -------------------------------------------------------------- average pooling
 def _avg_pool(op, d, input, kernel_size, stride, padding, ceil_mode, count_include_pad,
               divisor_override=None):
-    require_float(input, op)
+    check_float(input, op)
     kernel, stride, padding, _ = _pool_args(op, input, d, kernel_size, stride, padding)
     if divisor_override is not None and divisor_override == 0:
         raise ShapeError(f"{op}: divisor_override must be non-zero, got {divisor_override}")
@@ -487,7 +487,7 @@ def avg_pool3d(input, kernel_size, stride=None, padding=0, ceil_mode=False,
 
 
 def _adaptive_avg_pool(op, d, input, output_size):
-    require_float(input, op)
+    check_float(input, op)
     _check_input(input, d, op)
     sizes = _output_sizes(op, input, d, output_size)
     xp = input._device.xp

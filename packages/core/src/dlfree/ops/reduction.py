@@ -14,7 +14,7 @@ from ..autograd.function import Function
 from ..autograd.grad_mode import STATE
 from ..errors import DTypeError, ShapeError
 from ..tensor import Tensor
-from ._util import normalize_dim, normalize_dims, require_float, tensor_method
+from ._util import check_float, normalize_dim, normalize_dims, tensor_method
 from .elementwise import maximum, minimum, where
 
 __all__ = ["sum", "mean", "var", "std", "var_mean", "std_mean", "prod", "max", "min", "amax",
@@ -144,7 +144,7 @@ class Var(Function):
 
 def _var_args(input, dim, unbiased, correction, op):
     """Resolve torch's overloads: var(x, unbiased), var(x, dim, unbiased), correction=."""
-    require_float(input, op)
+    check_float(input, op)
     if isinstance(dim, bool):
         dim, unbiased = None, dim
     if unbiased is not None and correction is not None:
@@ -544,7 +544,7 @@ def vector_norm(x, ord=2, dim=None, keepdim: bool = False, *, dtype=None) -> Ten
     op = "linalg.vector_norm"
     if dtype is not None:
         x = x.to(dtype)
-    require_float(x, op)
+    check_float(x, op)
     dims = _dims(dim, x.ndim, op)
     if math.isinf(ord) and _count(x.shape, dims) == 0:
         raise ShapeError(f"{op}: cannot take the {ord} norm over an empty dimension (shape "

@@ -14,7 +14,7 @@ import numbers
 from .. import dtypes
 from ..errors import ShapeError
 from ..tensor import Tensor
-from ._util import require_float
+from ._util import check_float
 from .pool import _INT64, _adaptive_avg_pool, _check_input, _separable, _Taps
 
 __all__ = ["pixel_shuffle", "pixel_unshuffle", "interpolate"]
@@ -169,7 +169,7 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
     if antialias:
         raise NotImplementedError("interpolate: antialias=True is not supported; downsample "
                                   "with mode='area' for an anti-aliased result")
-    require_float(input, "interpolate")
+    check_float(input, "interpolate")
     d = input.ndim - 2
     _check_input(input, d, "interpolate", unbatched=False)
     # area mode needs integer sizes, as if recompute_scale_factor were set
