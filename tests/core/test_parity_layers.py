@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import dlfree as dl
 from dlfree.autograd.function import Function
-from dlfree.ops.layers import Linear
+from dlfree.ops.linear import Linear
 
 import numpy as np
 import pytest

@@ -7,6 +7,7 @@ import traceback
 
 from ..errors import AutogradError, DeviceError
 from ..tensor import Tensor
+from .autocast_state import AUTOCAST
 from .grad_mode import STATE
 
 
@@ -34,8 +35,12 @@ class Function:
     engine then calls no backward on the outputs' nodes: it hands the op's backward one
     list with each output's gradient (None where an output got none), so that the op can
     combine them in one go (split writes all pieces into one array).
+
+    `autocast` declares the op's autocast policy: "lower", "float32", "promote" or None
+    (see `autocasting`); inside an autocast region `apply` casts the inputs by it first.
     """
 
+    autocast: str | None = None
     saves: tuple = ()
     save_output = False
     output_index = None
@@ -46,6 +51,10 @@ class Function:
 
     @classmethod
     def apply(cls, *inputs, **params):
+        if AUTOCAST.on and cls.autocast is not None:
+            from .autocasting import cast_inputs  # the casts are Functions themselves
+
+            inputs = cast_inputs(cls.autocast, inputs)
         profiler = PROFILING.hook
         if profiler is not None:
             event = profiler.begin_op(cls, inputs)

@@ -416,6 +416,8 @@ def _promoted(tensors: list, op: str) -> list:
 
 
 class Cat(Function):
+    autocast = "promote"
+
     def forward(self, *arrays, dim):
         self.dim = dim
         self.sizes = [a.shape[dim] for a in arrays]
@@ -452,6 +454,8 @@ concat = concatenate = cat
 
 
 class Stack(Function):
+    autocast = "promote"
+
     def forward(self, *arrays, dim):
         self.dim = dim
         return self.xp.stack(arrays, axis=dim)

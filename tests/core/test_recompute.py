@@ -1,5 +1,6 @@
-"""Gradient checkpointing: the same gradients as the plain model, bit for bit (dropout
-included, through the preserved RNG state), for much less peak memory."""
+"""Activation recomputation (dl.autograd.checkpoint, gradient checkpointing): the same
+gradients as the plain model, bit for bit (dropout included, through the preserved RNG
+state), for much less peak memory."""
 
 from __future__ import annotations
 

@@ -1,15 +1,16 @@
-"""Gradient checkpointing: recompute a block's forward in backward instead of keeping its
-activations, trading one more forward of the block for its memory."""
+"""Activation recomputation (gradient checkpointing): `checkpoint` recomputes a block's
+forward in backward instead of keeping its activations, trading one more forward of the
+block for its memory. Training-state files are another thing (they live with the Trainer)."""
 
 from __future__ import annotations
 
 import numbers
 import weakref
 
-from ..amp import state as autocast_state
 from ..errors import AutogradError
 from ..random import get_rng_state, set_rng_state
 from ..tensor import Tensor
+from . import autocast_state
 from .engine import run_backward
 from .function import Function
 from .grad_mode import STATE
