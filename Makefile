@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 CREATED := $(VENV)/.created
 DEMO_STAMP := $(VENV)/.demo-installed
 STAMP := $(VENV)/.installed
-PACKAGES := packages/core packages/nn packages/optim packages/metrics packages/hf
+PACKAGES := packages/core packages/nn packages/optim packages/train packages/metrics packages/hf
 PROJECTS := pyproject.toml $(wildcard packages/*/pyproject.toml)
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
@@ -46,8 +46,12 @@ test: $(STAMP)
 bench: $(STAMP)
 	$(PY) benchmarks/run.py
 
+# ruff, then mypy over examples/ and the docs' code blocks through the packages' types, with
+# the generated tensor.pyi checked to be current first (scripts/gen_tensor_stub.py rewrites it)
 lint: $(STAMP)
-	$(PY) -m ruff check packages tests benchmarks examples
+	$(PY) -m ruff check packages tests benchmarks examples scripts
+	$(PY) scripts/gen_tensor_stub.py --check
+	$(PY) scripts/check_types.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache benchmarks/results

@@ -204,8 +204,10 @@ def main(argv=None) -> None:
                                                          held_out)
     sentence = "The soundtrack was not worth every penny."
     encoded = tokenizer([sentence], return_tensors="dl")
+    labels = reloaded.config.id2label
+    assert labels is not None, "the reloaded config lost the label names"
     with dl.no_grad():
-        guess = reloaded.config.id2label[int(reloaded(**encoded).logits.argmax(-1).item())]
+        guess = labels[int(reloaded(**encoded).logits.argmax(-1).item())]
 
     print(f"trained {args.epochs} epoch{'s' * (args.epochs != 1)} ({trainer.state.global_step} "
           f"steps) in {seconds:.1f} s")

@@ -102,7 +102,9 @@ def main(argv=None) -> None:
     trainer.fit(train_loader, held_out_loader)
     seconds = time.perf_counter() - started
 
-    # Score what was saved, not what is in memory: the model file is the result.
+    # Score what was saved, not what is in memory: the model file is the result. (The
+    # callback's paths and best epoch are None only until its first save.)
+    assert checkpoints.last_path is not None and checkpoints.best_epoch is not None
     saved = dl.load(checkpoints.last_path)
     scores = dl.train.Trainer(saved, loss_fn=nn.CrossEntropyLoss(),
                               metrics={"accuracy": accuracy_metric()}).evaluate(held_out_loader)

@@ -5,23 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-
-def _cuda_answers() -> bool:
-    try:
-        import dlfree as dl
-
-        return bool(getattr(dl, "cuda", None)) and dl.cuda.is_available()
-    except Exception:
-        return False
-
-
-DEVICES = [
-    pytest.param("cpu", id="numpy"),
-    pytest.param("cuda", id="cupy", marks=[
-        pytest.mark.gpu,
-        pytest.mark.skipif(not _cuda_answers(), reason="CuPy or an NVIDIA GPU is not available"),
-    ]),
-]
+from support.devices import DEVICES
 
 
 @pytest.fixture(params=DEVICES)

@@ -194,6 +194,34 @@ def test_retain_grad():
     np.testing.assert_allclose(h.grad.numpy(), th.grad.numpy())
 
 
+def test_a_non_leafs_hooks_are_its_nodes_declared_pre_hooks():
+    x, tx = _pair([1.0, 2.0])
+    h, th = x * 3, tx * 3
+    assert Function.pre_hooks is None and h.grad_fn.pre_hooks is None  # none until one is added
+    handle = h.register_hook(lambda g: g * 2)
+    th.register_hook(lambda g: g * 2)
+    h.retain_grad()
+    th.retain_grad()
+    assert list(h.grad_fn.pre_hooks) == [handle.key, "_retain"]
+    h.sum().backward()
+    th.sum().backward()
+    assert list(h.grad_fn.pre_hooks) == [handle.key, "_retain"]  # release() keeps them
+    np.testing.assert_allclose(x.grad.numpy(), tx.grad.numpy())
+    np.testing.assert_allclose(h.grad.numpy(), th.grad.numpy())
+
+
+def test_accumulate_grad_adds_into_grad_without_aliasing_the_gradient():
+    from dlfree.autograd.engine import accumulate_grad
+
+    leaf = dl.zeros(3, requires_grad=True)
+    broadcast = dl.ones(1).expand(3)  # a read-only view: .grad must get its own memory
+    accumulate_grad(leaf, broadcast)
+    accumulate_grad(leaf, dl.tensor([1.0, 2.0, 3.0]))
+    assert leaf.grad.tolist() == [2.0, 3.0, 4.0] and broadcast.tolist() == [1.0, 1.0, 1.0]
+    accumulate_grad(leaf, dl.tensor([1, 1, 1], dtype=dl.float64))  # cast to the leaf's dtype
+    assert leaf.grad.dtype == dl.float32 and leaf.grad.tolist() == [3.0, 4.0, 5.0]
+
+
 def test_detect_anomaly_names_the_op_and_its_call_site():
     x = dl.tensor([0.0, 1.0], requires_grad=True)
     with dl.autograd.detect_anomaly():

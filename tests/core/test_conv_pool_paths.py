@@ -21,7 +21,9 @@ from dlfree.ops import conv
 import numpy as np
 import pytest
 import torch
-from parity import Case, Fixed, Float, check_forward, check_grad, check_gradcheck, check_gradgrad
+
+from support.parity import Case, check_forward, check_grad, check_gradcheck, check_gradgrad
+from support.specs import Fixed, Float
 
 
 def F(m):

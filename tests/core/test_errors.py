@@ -60,6 +60,32 @@ def test_dtype_misuse():
         dl.ones(2) + "a"
 
 
+@pytest.mark.parametrize("call, op, dtype", [
+    (lambda F: -dl.tensor([True]), "neg", "bool"),
+    (lambda F: dl.tensor([1]).var(), "var", "int64"),
+    (lambda F: dl.linalg.vector_norm(dl.tensor([1, 2])), "linalg.vector_norm", "int64"),
+    (lambda F: F.avg_pool1d(dl.ones(1, 1, 4, dtype=dl.int32), 2), "avg_pool1d", "int32"),
+    (lambda F: F.interpolate(dl.ones(1, 1, 4, dtype=dl.int64), size=8), "interpolate", "int64"),
+    (lambda F: F.conv1d(dl.ones(1, 1, 4, dtype=dl.int64), dl.ones(1, 1, 2, dtype=dl.int64)),
+     "conv1d", "int64"),
+    (lambda F: F.mse_loss(dl.tensor([1, 2]), dl.tensor([1, 2])), "mse_loss", "int64"),
+    (lambda F: F.ctc_loss(dl.ones(3, 1, 2, dtype=dl.int64), dl.tensor([[1]]), [3], [1]),
+     "ctc_loss", "int64"),
+    (lambda F: dl.tensor([1.0]) & dl.tensor([1.0]), "bitwise_and", "float32"),
+])
+def test_every_dtype_check_words_its_error_alike(call, op, dtype):
+    """One vocabulary (ops/_util.py's check_kind and check_float) for every op family: the
+    op, the dtype it got and what is valid."""
+    with pytest.raises(dl.DTypeError) as error:
+        call(dl.functional)
+    assert str(error.value).startswith(f"{op}: not supported for {dtype} tensors; valid: ")
+
+
+def test_a_floating_only_op_refuses_a_non_tensor():
+    with pytest.raises(dl.DTypeError, match="mse_loss: expected a Tensor, got list"):
+        dl.functional.mse_loss([1.0], dl.tensor([1.0]))
+
+
 def test_unknown_and_unavailable_devices():
     with pytest.raises(dl.DeviceError, match="unknown device type 'tpu'.*known device types"):
         dl.zeros(2, device="tpu")

@@ -7,7 +7,9 @@ import dlfree as dl
 import numpy as np
 import pytest
 import torch
-from parity import Case, Float, run_family
+
+from support.parity import Case, run_family
+from support.specs import Float
 
 
 def F(m):

@@ -10,7 +10,9 @@ from dlfree import DTypeError, ShapeError
 import numpy as np
 import pytest
 import torch
-from parity import Bool, Case, Fixed, Float, run_family
+
+from support.parity import Case, run_family
+from support.specs import Bool, Fixed, Float
 
 
 def sdpa(m, *args, **kwargs):

@@ -10,7 +10,8 @@ import dlfree as dl
 import numpy as np
 import pytest
 import torch
-from parity import Case, run_family
+
+from support.parity import Case, run_family
 
 
 def F(m):

@@ -7,7 +7,9 @@ import dlfree as dl
 import numpy as np
 import pytest
 import torch
-from parity import Bool, Case, Float, Int, run_family
+
+from support.parity import Case, run_family
+from support.specs import Bool, Float, Int
 
 S = (3, 4)
 POS = Float(S, 0.5, 2.0)

@@ -12,8 +12,9 @@ import dlfree as dl
 
 import numpy as np
 import pytest
-from parity import Bool, Case, Fixed, Int, run_family
-from test_parity_shape import cubed
+
+from support.parity import Case, cubed, run_family
+from support.specs import Bool, Fixed, Int
 
 S = (3, 4)
 S3 = (3, 4, 5)

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import dlfree as dl
 from dlfree.autograd.function import Function
-from dlfree.ops.layers import Linear
+from dlfree.ops.linear import Linear
 
 import numpy as np
 import pytest
 import torch
-from parity import Case, Int, run_family
+
+from support.parity import Case, run_family
+from support.specs import Int
 
 
 def F(m):

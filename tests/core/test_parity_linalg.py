@@ -6,7 +6,9 @@ import dlfree as dl
 
 import numpy as np
 import pytest
-from parity import Case, Float, run_family
+
+from support.parity import Case, run_family
+from support.specs import Float
 
 INF = float("inf")
 

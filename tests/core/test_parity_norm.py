@@ -10,7 +10,9 @@ from dlfree.ops.norm import Normalize
 import numpy as np
 import pytest
 import torch
-from parity import Case, Float, run_family
+
+from support.parity import Case, run_family
+from support.specs import Float
 
 
 def F(m):

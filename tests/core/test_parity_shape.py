@@ -7,25 +7,11 @@ check exact and makes the second derivative run through the op's backward.
 
 from __future__ import annotations
 
-import dlfree as dl
-
-import torch
-from parity import Case, Float, Int, run_family
+from support.parity import Case, cubed, run_family
+from support.specs import Float, Int
 
 S = (3, 4)
 S3 = (2, 3, 4)
-
-
-def cubed(fn):
-    """`fn` with each output cubed."""
-
-    def call(m, *xs):
-        out = fn(m, *xs)
-        if isinstance(out, dl.Tensor | torch.Tensor):
-            return out ** 3
-        return tuple(o ** 3 for o in out)
-
-    return call
 
 
 CASES = [

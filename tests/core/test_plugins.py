@@ -15,7 +15,7 @@ import textwrap
 from pathlib import Path
 
 import dlfree as dl
-from dlfree import cli, hookspecs, plugins
+from dlfree import cli, first_party, hookspecs, plugins
 from dlfree.plugins import PluginWarning
 
 import pluggy
@@ -163,7 +163,26 @@ def test_duplicate_names_are_an_error_naming_both(site):
         dl.registry.layers.get("Conv")
 
 
-def test_unknown_names_suggest_close_matches_and_distributions(monkeypatch):
+def test_first_party_map_matches_what_the_plugins_register():
+    """The one map of first-party distributions names, for each, the subpackage it ships and
+    exactly the registry kinds its plugin fills (checked here with every package installed)."""
+    plugins.reload()
+    filled: dict[str, set[str]] = {}
+    for registry in dl.registry.ALL:
+        for name in registry.names():
+            dist = registry.provider(name)["distribution"]
+            filled.setdefault(dist, set()).add(registry.kind)
+    for dist, (subpackage, kinds) in first_party.DISTRIBUTIONS.items():
+        assert filled.get(dist, set()) == set(kinds), dist
+        entry_points = [plugins.plugin_info(name)["entry_point"]
+                        for name, _ in plugins.manager().list_name_plugin()
+                        if plugins.plugin_info(name)["distribution"] == dist]
+        assert entry_points and all(f"= dlfree.{subpackage}." in ep for ep in entry_points), dist
+    assert set(filled) - set(first_party.DISTRIBUTIONS) == {"dlfree"}  # the core: backends
+    assert filled["dlfree"] == {"backends"}
+
+
+def test_unknown_names_name_the_distribution_or_close_matches(monkeypatch):
     monkeypatch.setenv("DLFREE_PLUGINS", "none")  # as if dlfree-nn and dlfree-optim were absent
     plugins.reload()
 
@@ -177,14 +196,16 @@ def test_unknown_names_suggest_close_matches_and_distributions(monkeypatch):
 
     name = dl.plugins.register(Plug)
     try:
+        with pytest.raises(dl.PluginError, match=r"unknown layer 'LSTM': layers come from "
+                                                 r"the distribution 'dlfree-nn'.*"
+                                                 r"pip install dlfree-nn"):
+            dl.registry.layers.get("LSTM")
+        with pytest.raises(dl.PluginError, match=r"unknown optimizer 'Adamw': optimizers come "
+                                                 r"from the distribution 'dlfree-optim'"):
+            dl.registry.optimizers.get("Adamw")
+        monkeypatch.delitem(first_party.KINDS, "layers")  # a kind with no first-party provider
         with pytest.raises(dl.PluginError, match=r"unknown layer 'Dence'; did you mean Dense"):
             dl.registry.layers.get("Dence")
-        with pytest.raises(dl.PluginError, match=r"'LSTM': it is provided by the distribution "
-                                                 r"'dlfree-nn'.*pip install dlfree-nn"):
-            dl.registry.layers.get("LSTM")
-        with pytest.raises(dl.PluginError, match="unknown optimizer 'Adamw'; did you mean "
-                                                 "AdamW \\(from dlfree-optim, not installed\\)"):
-            dl.registry.optimizers.get("Adamw")
     finally:
         dl.plugins.unregister(name)
         monkeypatch.delenv("DLFREE_PLUGINS")
@@ -270,20 +291,27 @@ HOOK_CASES = {
 }
 
 
-def _hookspec_names() -> set[str]:
-    return {n for n in dir(hookspecs) if n.startswith("dlfree_")}
+def _hookspecs() -> dict:
+    """Every hookspec the plugin manager knows: the core's and those its plugins added
+    (dlfree-train's training events, when it is installed), by name to the spec function."""
+    pm = plugins.manager()
+    return {name: caller.spec.function for name, caller in vars(pm.hook).items()
+            if name.startswith("dlfree_") and caller.spec is not None}
 
 
 def test_every_hookspec_has_a_test_and_a_documented_signature():
     import inspect
 
     docs = (ROOT / "docs" / "plugins.md").read_text()
-    # The training events are tested (each one called) in tests/core/train/test_train_events.py.
-    train_events = {n for n in _hookspec_names() if n.startswith("dlfree_train_")}
-    tested = set(HOOK_CASES) | {"dlfree_register_commands"} | train_events
-    assert _hookspec_names() == tested, "each hookspec needs a case in HOOK_CASES"
-    for name in _hookspec_names():
-        signature = f"{name}{inspect.signature(getattr(hookspecs, name))}"
+    specs = _hookspecs()
+    assert {n for n in dir(hookspecs) if n.startswith("dlfree_")} <= set(specs)
+    # The training events are tested (each one called) in tests/train/test_train_events.py.
+    train_events = {n for n in specs if n.startswith("dlfree_train_")}
+    tested = set(HOOK_CASES) | {"dlfree_register_commands", "dlfree_add_hookspecs"} | \
+        train_events
+    assert set(specs) == tested, "each hookspec needs a case in HOOK_CASES"
+    for name, function in specs.items():
+        signature = f"{name}{inspect.signature(function)}"
         assert signature in docs, f"docs/plugins.md does not document {signature}"
 
 
@@ -317,6 +345,71 @@ def test_register_hook(hook):
             check(got)
     finally:
         dl.plugins.unregister(registered)
+
+
+class GreetingSpecs:
+    """Hooks of a plugin's own, for plugins that extend it."""
+
+    @staticmethod  # (a spec in a class takes no self)
+    @dl.hookspec
+    def acme_greeting(name):
+        """Return a greeting for `name`."""
+
+
+class GreetingHost:
+    @dl.hookimpl
+    def dlfree_add_hookspecs(pluginmanager):
+        pluginmanager.add_hookspecs(GreetingSpecs)
+
+
+class Greeter:
+    @dl.hookimpl
+    def acme_greeting(name):
+        return f"hello {name}"
+
+
+def test_add_hookspecs_hook_adds_specs_for_plugins_registered_before_and_after():
+    pm = plugins.manager()
+    greeter = dl.plugins.register(Greeter)  # before the spec exists: checked when it comes
+    host = dl.plugins.register(GreetingHost)  # historic: called although manager() ran
+    try:
+        assert pm.hook.acme_greeting.spec.function is GreetingSpecs.acme_greeting
+        assert pm.hook.acme_greeting(name="you") == ["hello you"]
+        pm.check_pending()
+
+        class WrongArgument:
+            @dl.hookimpl
+            def acme_greeting(names):
+                pass
+
+        with pytest.raises(pluggy.PluginValidationError, match="names"):
+            dl.plugins.register(WrongArgument)
+    finally:
+        dl.plugins.unregister(greeter)
+        dl.plugins.unregister(host)
+    plugins.reload()  # (a fresh manager, without the spec, for the other tests)
+    assert not hasattr(plugins.manager().hook, "acme_greeting")
+
+
+def test_a_plugin_whose_add_hookspecs_fails_is_skipped_whole(site):
+    site.install("acme-badspecs", "acme_badspecs", """
+        import dlfree as dl
+
+        class Thing: pass
+
+        @dl.hookimpl
+        def dlfree_add_hookspecs(pluginmanager):
+            raise RuntimeError("no specs today")
+
+        @dl.hookimpl
+        def dlfree_register_layers(register):
+            register(Thing)
+    """)
+    site.install("acme-layers", "acme_layers", LAYER_PLUGIN)
+    with pytest.warns(PluginWarning, match=r"'acme-badspecs' failed to load.*no specs today"):
+        plugins.reload()
+    assert not plugins.manager().has_plugin("acme_badspecs")
+    assert "Thing" not in dl.registry.layers and "Doubler" in dl.registry.layers
 
 
 def test_command_hook_and_cli(capsys):

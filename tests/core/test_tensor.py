@@ -71,6 +71,14 @@ def test_parameter():
     assert not frozen.requires_grad
 
 
+def test_a_parameter_of_a_tensor_shares_its_memory_but_not_its_history():
+    y = dl.ones(3, requires_grad=True) * 2
+    p = dl.Parameter(y)
+    assert p.array is y.array and p.is_leaf and p.requires_grad and p.grad is None
+    (p * p).sum().backward()
+    assert p.grad is not None and p.grad.tolist() == [4.0, 4.0, 4.0]
+
+
 def test_transposes():
     t = dl.arange(6).reshape(2, 3)
     assert t.T.shape == (3, 2) and t.t().tolist() == [[0, 3], [1, 4], [2, 5]]

@@ -1,5 +1,5 @@
-"""Shared fixtures for dlfree-hf tests: tiny random transformers models (the oracle) saved
-into temporary checkpoint folders once per session, padded inputs, and the comparisons.
+"""Shared fixtures for dlfree-hf tests: the transformers oracle (support/hf_oracle.py), one
+per session, so its checkpoint folders are written once.
 
 Tests that take `encoder_family` / `encoder_head` run once per BERT-family model and head;
 modules that use `one_torch_thread` run the oracle on one thread.
@@ -7,15 +7,9 @@ modules that use `one_torch_thread` run the oracle on one thread.
 
 from __future__ import annotations
 
-import numpy as np
 import pytest
 
-ENCODER_FAMILIES = {"bert": "Bert", "roberta": "Roberta", "distilbert": "DistilBert"}
-HEAD_SUFFIX = {"base": "Model", "masked_lm": "ForMaskedLM",
-               "sequence_classification": "ForSequenceClassification",
-               "token_classification": "ForTokenClassification",
-               "question_answering": "ForQuestionAnswering"}
-VOCAB = 99
+from support.hf_oracle import ENCODER_FAMILIES, HEAD_SUFFIX, Oracle
 
 
 def pytest_generate_tests(metafunc):
@@ -23,105 +17,6 @@ def pytest_generate_tests(metafunc):
         metafunc.parametrize("encoder_family", list(ENCODER_FAMILIES))
     if "encoder_head" in metafunc.fixturenames:
         metafunc.parametrize("encoder_head", list(HEAD_SUFFIX))
-
-
-class Oracle:
-    """transformers as the reference: tiny configs and models, checkpoints, runs."""
-
-    def __init__(self, tmp_path_factory):
-        self.transformers = pytest.importorskip("transformers")
-        self.torch = pytest.importorskip("torch")
-        self._tmp = tmp_path_factory
-        self._checkpoints: dict = {}
-
-    def config(self, family: str, **changes):
-        """A tiny transformers config. Its initializer_range of 0.2 (not 0.02) makes every
-        head's outputs of order one, so an absolute tolerance of 1e-4 is a tight test."""
-        t = self.transformers
-        common = dict(vocab_size=VOCAB, max_position_embeddings=64, initializer_range=0.2,
-                      num_labels=3)
-        if family == "distilbert":
-            config = t.DistilBertConfig(dim=32, n_layers=2, n_heads=4, hidden_dim=37, **common)
-        else:
-            cls = t.BertConfig if family == "bert" else t.RobertaConfig
-            config = cls(hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
-                         intermediate_size=37, **common)
-        for key, value in changes.items():
-            setattr(config, key, value)
-        return config
-
-    def hf_class(self, family: str, head: str):
-        """transformers' class for a family and head (e.g. RobertaForMaskedLM)."""
-        return getattr(self.transformers, ENCODER_FAMILIES[family] + HEAD_SUFFIX[head])
-
-    def model(self, family: str, head: str, seed: int = 0, **changes):
-        """A random transformers model in eval mode (QA heads get their two labels)."""
-        if head == "question_answering":
-            changes.setdefault("num_labels", 2)
-        self.torch.manual_seed(seed)
-        return self.hf_class(family, head)(self.config(family, **changes)).eval()
-
-    def checkpoint(self, family: str, head: str, sharded: bool = False):
-        """(folder, transformers model): the model saved by transformers, in several shards
-        if asked. Made once per session; tests must not modify the folder."""
-        key = (family, head, sharded)
-        if key not in self._checkpoints:
-            model = self.model(family, head)
-            folder = self._tmp.mktemp(f"{family}-{head}{'-sharded' if sharded else ''}")
-            model.save_pretrained(folder, max_shard_size="20KB" if sharded else "5GB")
-            self._checkpoints[key] = (folder, model)
-        return self._checkpoints[key]
-
-    @staticmethod
-    def inputs(family: str, seed: int = 0) -> dict[str, np.ndarray]:
-        """Two sequences of seven tokens, the second padded after four (mask 0 and the pad
-        id), with token types for the families that have them."""
-        ids = np.random.default_rng(seed).integers(3, VOCAB, size=(2, 7))
-        mask = np.ones((2, 7), dtype=np.int64)
-        mask[1, 4:] = 0
-        ids[1, 4:] = 1 if family == "roberta" else 0
-        inputs = {"input_ids": ids, "attention_mask": mask}
-        if family != "distilbert":
-            types = np.zeros((2, 7), dtype=np.int64)
-            types[:, 3:] = 1
-            inputs["token_type_ids"] = types
-        return inputs
-
-    def run_hf(self, model, inputs: dict, **kwargs):
-        """transformers' outputs for NumPy inputs, without gradients."""
-        with self.torch.no_grad():
-            return model(**{k: self.torch.as_tensor(v) for k, v in inputs.items()}, **kwargs)
-
-    @staticmethod
-    def run_dl(model, inputs: dict, **kwargs):
-        """dl.free's outputs for NumPy inputs, without gradients."""
-        import dlfree as dl
-
-        with dl.no_grad():
-            return model(**{k: dl.tensor(v) for k, v in inputs.items()}, **kwargs)
-
-    @staticmethod
-    def fields(head: str) -> list[str]:
-        """The output fields both libraries return for a head."""
-        if head == "base":
-            return ["last_hidden_state"]
-        if head == "question_answering":
-            return ["start_logits", "end_logits"]
-        return ["logits"]
-
-    @staticmethod
-    def assert_close(actual, expected, atol: float = 1e-4, what: str = "") -> None:
-        """Same shape and every element within `atol` (tensors of either library)."""
-        def host(x):
-            return x.detach().cpu().numpy() if hasattr(x, "detach") else np.asarray(x)
-
-        actual, expected = host(actual), host(expected)
-        assert actual.shape == expected.shape, f"{what}: {actual.shape} != {expected.shape}"
-        np.testing.assert_allclose(actual, expected, rtol=0, atol=atol, err_msg=what)
-
-    def assert_same_outputs(self, ours, theirs, head: str, atol: float = 1e-4) -> None:
-        for name in self.fields(head):
-            self.assert_close(getattr(ours, name), getattr(theirs, name), atol, name)
 
 
 @pytest.fixture(scope="session")

@@ -7,7 +7,7 @@ import json
 import shutil
 
 import dlfree as dl
-from dlfree import PluginError, hf, nn
+from dlfree import PluginError, first_party, hf, nn
 from dlfree.hf.configuration import positive_int
 
 import attrs
@@ -66,8 +66,8 @@ def test_unknown_model_type_names_the_registered_ones(oracle, tmp_path):
 
 
 def test_unknown_first_party_type_names_its_distribution(monkeypatch):
-    monkeypatch.setitem(dl.registry.FIRST_PARTY["architectures"], "fancy", "dlfree-fancy")
-    with pytest.raises(PluginError, match=r"'fancy'.*provided by the distribution "
+    monkeypatch.setitem(first_party.KINDS, "architectures", "dlfree-fancy")
+    with pytest.raises(PluginError, match=r"'fancy'.*architectures come from the distribution "
                                           r"'dlfree-fancy'.*pip install dlfree-fancy"):
         hf.AutoConfig.for_model("fancy")
 

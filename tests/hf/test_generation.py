@@ -20,7 +20,8 @@ from dlfree.hf.models.mistral import MistralForCausalLM
 
 import numpy as np
 import pytest
-from hf_helpers import PAD, VOCAB, padded_batch
+
+from support.hf import PAD, VOCAB, padded_batch
 
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")

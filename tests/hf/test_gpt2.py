@@ -15,7 +15,8 @@ from dlfree.hf.models.gpt2 import (
 import numpy as np
 import pytest
 import safetensors.numpy
-from hf_helpers import (
+
+from support.hf import (
     ATOL,
     PAD,
     VOCAB,

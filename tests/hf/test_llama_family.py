@@ -21,7 +21,8 @@ from dlfree.hf.models.rope import ROPE_TYPES, inverse_frequencies
 
 import numpy as np
 import pytest
-from hf_helpers import (
+
+from support.hf import (
     PAD,
     VOCAB,
     assert_classifier_logits_match,

@@ -31,7 +31,8 @@ import numpy as np
 import pytest
 from sklearn import metrics as sk
 from sklearn.exceptions import UndefinedMetricWarning
-from test_metric_base import assert_close, check_streaming
+
+from support.metrics import assert_close, check_streaming
 
 C = 4  # classes (multiclass) and labels (multilabel)
 SIZES = (6, 1, 13)  # batch sizes: the one-sample batch is an edge case of its own

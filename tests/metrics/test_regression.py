@@ -23,7 +23,8 @@ import numpy as np
 import pytest
 import scipy.stats
 from sklearn import metrics as sk
-from test_metric_base import assert_close, check_streaming
+
+from support.metrics import assert_close, check_streaming
 
 SIZES = (7, 1, 12)
 KINDS = ["random", "offset", "ties", "constant_target"]

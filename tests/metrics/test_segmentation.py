@@ -12,7 +12,8 @@ from dlfree.metrics import DiceScore, GeneralizedDiceScore, MeanIoU, PixelAccura
 
 import numpy as np
 import pytest
-from test_metric_base import check_streaming
+
+from support.metrics import check_streaming
 
 C = 4
 IGNORE = 255

@@ -9,32 +9,10 @@ import dlfree.nn as nn
 import numpy as np
 import pytest
 import torch
-from torch_copy import FWD_TOL, GRAD_TOL, Float, check_pair, to_numpy, torch_to_dl
 
-WIDE = Float((3, 4), -4, 4)
+from support.nn_tables import ACTIVATION_ROWS as ROWS
+from support.torch_copy import FWD_TOL, GRAD_TOL, check_pair, to_numpy, torch_to_dl
 
-ROWS = [
-    ("ReLU", (), {}, WIDE), ("ReLU6", (), {}, Float((3, 4), -3, 9)),
-    ("LeakyReLU", (), {}, WIDE), ("LeakyReLU", (0.2,), {}, WIDE),
-    ("ELU", (), {}, WIDE), ("ELU", (), {"alpha": 0.7}, WIDE), ("SELU", (), {}, WIDE),
-    ("CELU", (), {}, WIDE), ("CELU", (1.5,), {}, WIDE),
-    ("GELU", (), {}, WIDE), ("GELU", ("tanh",), {}, WIDE),
-    ("SiLU", (), {}, WIDE), ("Mish", (), {}, WIDE),
-    ("Softplus", (), {}, WIDE), ("Softplus", (), {"beta": 2, "threshold": 1.5}, WIDE),
-    ("Softsign", (), {}, WIDE),
-    ("Hardtanh", (), {}, Float((3, 4), -2, 2)), ("Hardtanh", (-0.5, 0.8), {}, WIDE),
-    ("Hardsigmoid", (), {}, WIDE), ("Hardswish", (), {}, WIDE),
-    ("PReLU", (), {}, WIDE), ("PReLU", (3,), {"init": 0.1}, Float((2, 3, 4))),
-    ("GLU", (), {}, WIDE), ("GLU", (), {"dim": 1}, Float((2, 4, 3))),
-    ("LogSigmoid", (), {}, WIDE), ("Tanhshrink", (), {}, WIDE),
-    ("Softmin", (), {"dim": 1}, WIDE), ("Softmin", (0,), {}, Float((3, 2, 2))),
-    ("Threshold", (0.1, -2.0), {}, WIDE),
-    ("Softmax", (), {"dim": -1}, WIDE), ("Softmax", (0,), {}, Float((3, 4, 2))),
-    ("LogSoftmax", (), {"dim": 1}, WIDE),
-    ("Sigmoid", (), {}, WIDE), ("Tanh", (), {}, WIDE),
-    ("Hardshrink", (), {}, WIDE), ("Hardshrink", (0.3,), {}, WIDE),
-    ("Softshrink", (), {}, WIDE), ("Softshrink", (), {"lambd": 1.2}, WIDE),
-]
 IDS = [f"{name}-{i}" for i, (name, *_) in enumerate(ROWS)]
 
 

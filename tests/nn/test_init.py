@@ -15,7 +15,8 @@ import numpy as np
 import pytest
 import torch
 from scipy import stats
-from torch_copy import to_numpy
+
+from support.torch_copy import to_numpy
 
 # A KS p-value below this rejects "same distribution"; every draw here is seeded, so a
 # passing case stays passing, and a wrong scale or shape gives p-values far below it.

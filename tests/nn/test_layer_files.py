@@ -9,18 +9,17 @@ import dlfree.nn as nn
 
 import numpy as np
 import pytest
-import test_activation_modules as activations
-import test_layers_parity as layers
-import test_losses as losses
-from torch_copy import build_inputs
+
+from support.nn_tables import ACTIVATION_ROWS, LAYER_ROWS, LOSS_ROWS, build_loss
+from support.torch_copy import build_inputs
 
 CASES = (
     [(f"layer-{row.id}", lambda row=row: row.build()[0], row.inputs, row.call)
-     for row in layers.ROWS]
+     for row in LAYER_ROWS]
     + [(f"activation-{i}-{name}", lambda n=name, a=args, k=kw: getattr(nn, n)(*a, **k), (spec,),
-        None) for i, (name, args, kw, spec) in enumerate(activations.ROWS)]
-    + [(f"loss-{i}-{row[0]}", lambda row=row: losses._build(row[0], row[1])[0], row[2],
-        row[3] if len(row) > 3 else None) for i, row in enumerate(losses.ROWS)]
+        None) for i, (name, args, kw, spec) in enumerate(ACTIVATION_ROWS)]
+    + [(f"loss-{i}-{row[0]}", lambda row=row: build_loss(row[0], row[1])[0], row[2],
+        row[3] if len(row) > 3 else None) for i, row in enumerate(LOSS_ROWS)]
 )
 
 
@@ -52,8 +51,8 @@ def test_model_file_round_trip(case, tmp_path):
 
 
 def test_every_registered_layer_and_loss_is_in_a_table():
-    covered = ({row.layer for row in layers.ROWS} | {name for name, *_ in activations.ROWS}
-               | {row[0] for row in losses.ROWS})
+    covered = ({row.layer for row in LAYER_ROWS} | {name for name, *_ in ACTIVATION_ROWS}
+               | {row[0] for row in LOSS_ROWS})
     for kind in ("layers", "losses"):
         table = getattr(dl.registry, kind)
         ours = [n for n in table.names() if table.provider(n)["distribution"] == "dlfree-nn"]

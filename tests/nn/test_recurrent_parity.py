@@ -11,7 +11,9 @@ from dlfree.nn import recurrent
 import numpy as np
 import pytest
 import torch
-from torch_copy import Float, assert_same_state, check_pair, dl_to_torch, to_numpy, torch_to_dl
+
+from support.specs import Float
+from support.torch_copy import assert_same_state, check_pair, dl_to_torch, to_numpy, torch_to_dl
 
 # torch's own notice that its CPU kernel falls back for projected LSTMs
 pytestmark = pytest.mark.filterwarnings("ignore:LSTM with projections is not supported")

@@ -14,15 +14,9 @@ from dlfree.nn import attention, transformer
 import numpy as np
 import pytest
 import torch
-from torch_copy import (
-    Const,
-    Float,
-    assert_same_state,
-    check_pair,
-    dl_to_torch,
-    to_numpy,
-    torch_to_dl,
-)
+
+from support.specs import Fixed, Float
+from support.torch_copy import assert_same_state, check_pair, dl_to_torch, to_numpy, torch_to_dl
 
 E, HEADS, L, S, N, FF = 8, 2, 4, 5, 3, 16
 
@@ -89,53 +83,53 @@ MHA_CASES = [
      _mha_call("cross", need_weights=False)),
     ("cross_kdim_vdim_padding", {"kdim": 6, "vdim": 3},
      [Float(_seq(L, E, False)), Float(_seq(S, 6, False)), Float(_seq(S, 3, False)),
-      Const(_padding(N, S), "bool")],
+      Fixed(_padding(N, S), "bool")],
      _mha_call("cross", ("key_padding_mask",))),
     ("float_padding_sdpa", {}, [Float(_seq(L, E, False)), Float(_seq(S, E, False)),
-                                Const(_float_mask((N, S)), "float32")],
+                                Fixed(_float_mask((N, S)), "float32")],
      _mha_call("shared", ("key_padding_mask",), need_weights=False)),
     ("bool_attn_mask", {"batch_first": True},
      [Float(_seq(L, E, True)), Float(_seq(S, E, True)),
-      Const(np.triu(np.ones((L, S), dtype=bool), 2), "bool")],
+      Fixed(np.triu(np.ones((L, S), dtype=bool), 2), "bool")],
      _mha_call("shared", ("attn_mask",))),
     ("float_attn_mask_sdpa", {}, [Float(_seq(L, E, False)), Float(_seq(S, E, False)),
-                                  Const(_float_mask((L, S)), "float32")],
+                                  Fixed(_float_mask((L, S)), "float32")],
      _mha_call("shared", ("attn_mask",), need_weights=False)),
     ("per_head_attn_mask_and_padding", {},
      [Float(_seq(L, E, False)), Float(_seq(S, E, False)),
-      Const(_float_mask((N * HEADS, L, S)), "float32"), Const(_float_mask((N, S), 4), "float32")],
+      Fixed(_float_mask((N * HEADS, L, S)), "float32"), Fixed(_float_mask((N, S), 4), "float32")],
      _mha_call("shared", ("attn_mask", "key_padding_mask"), average_attn_weights=False)),
     ("is_causal_sdpa", {"batch_first": True}, [Float(_seq(L, E, True)),
-                                               Const(_causal(L), "bool")],
+                                               Fixed(_causal(L), "bool")],
      _mha_call("self", ("attn_mask",), need_weights=False, is_causal=True)),
-    ("is_causal_with_weights", {}, [Float(_seq(L, E, False)), Const(_causal(L), "bool")],
+    ("is_causal_with_weights", {}, [Float(_seq(L, E, False)), Fixed(_causal(L), "bool")],
      _mha_call("self", ("attn_mask",), is_causal=True)),
-    ("is_causal_with_padding", {}, [Float(_seq(L, E, False)), Const(_causal(L), "bool"),
-                                    Const(_padding(N, L), "bool")],
+    ("is_causal_with_padding", {}, [Float(_seq(L, E, False)), Fixed(_causal(L), "bool"),
+                                    Fixed(_padding(N, L), "bool")],
      _mha_call("self", ("attn_mask", "key_padding_mask"), need_weights=False, is_causal=True)),
     ("add_bias_kv_masks", {"add_bias_kv": True},
-     [Float(_seq(L, E, False)), Float(_seq(S, E, False)), Const(_float_mask((L, S)), "float32"),
-      Const(_float_mask((N, S), 5), "float32")],
+     [Float(_seq(L, E, False)), Float(_seq(S, E, False)), Fixed(_float_mask((L, S)), "float32"),
+      Fixed(_float_mask((N, S), 5), "float32")],
      _mha_call("shared", ("attn_mask", "key_padding_mask"))),
     ("add_zero_attn_masks_sdpa", {"add_zero_attn": True, "batch_first": True},
      [Float(_seq(L, E, True)), Float(_seq(S, E, True)), Float(_seq(S, E, True)),
-      Const(_padding(N, S), "bool")],
+      Fixed(_padding(N, S), "bool")],
      _mha_call("cross", ("key_padding_mask",), need_weights=False)),
     ("bias_kv_zero_attn_per_head_mask", {"add_bias_kv": True, "add_zero_attn": True},
-     [Float(_seq(L, E, False)), Const(_float_mask((N * HEADS, L, L)), "float32")],
+     [Float(_seq(L, E, False)), Fixed(_float_mask((N * HEADS, L, L)), "float32")],
      _mha_call("self", ("attn_mask",), average_attn_weights=False)),
     ("no_bias", {"bias": False}, [Float(_seq(L, E, False)), Float(_seq(S, E, False))],
      _mha_call("shared")),
     ("unbatched_per_head_mask_padding", {"batch_first": True},
-     [Float((L, E)), Float((S, E)), Const(_float_mask((HEADS, L, S)), "float32"),
-      Const(np.where(_padding(1, S)[0], -np.inf, 0), "float32")],
+     [Float((L, E)), Float((S, E)), Fixed(_float_mask((HEADS, L, S)), "float32"),
+      Fixed(np.where(_padding(1, S)[0], -np.inf, 0), "float32")],
      _mha_call("shared", ("attn_mask", "key_padding_mask"), average_attn_weights=False)),
     ("unbatched_sdpa", {}, [Float((L, E))], _mha_call("self", need_weights=False)),
 ]
 
 
 def _mask_types_match(specs) -> bool:
-    kinds = {s.dtype for s in specs if isinstance(s, Const)}
+    kinds = {s.dtype for s in specs if isinstance(s, Fixed)}
     return len(kinds) <= 1
 
 
@@ -192,11 +186,11 @@ def _float_causal(size: int) -> np.ndarray:
 ENCODER_LAYER_CASES = [
     ("post_norm_relu", False, "relu", False, [], _encoder_layer_call()),
     ("pre_norm_gelu_batch_first_masks", True, "gelu", True,
-     [Const(_causal(L), "bool"), Const(_padding(N, L), "bool")],
+     [Fixed(_causal(L), "bool"), Fixed(_padding(N, L), "bool")],
      _encoder_layer_call(("src_mask", "src_key_padding_mask"), is_causal=True)),
-    ("post_norm_gelu_float_mask", False, "gelu", True, [Const(_float_mask((L, L)), "float32")],
+    ("post_norm_gelu_float_mask", False, "gelu", True, [Fixed(_float_mask((L, L)), "float32")],
      _encoder_layer_call(("src_mask",))),
-    ("pre_norm_relu_padding", True, "relu", False, [Const(_padding(N, L), "bool")],
+    ("pre_norm_relu_padding", True, "relu", False, [Fixed(_padding(N, L), "bool")],
      _encoder_layer_call(("src_key_padding_mask",))),
 ]
 
@@ -218,11 +212,11 @@ def test_encoder_layer_matches_torch(case, direction, device):
 DECODER_LAYER_CASES = [
     ("post_norm_relu", False, "relu", False, [], _decoder_call()),
     ("pre_norm_gelu_causal_padding", True, "gelu", True,
-     [Const(_float_causal(L), "float32"), Const(_float_mask((N, S)), "float32")],
+     [Fixed(_float_causal(L), "float32"), Fixed(_float_mask((N, S)), "float32")],
      _decoder_call(("tgt_mask", "memory_key_padding_mask"), tgt_is_causal=True)),
     ("post_norm_gelu_all_masks", False, "gelu", False,
-     [Const(_causal(L), "bool"), Const(np.triu(np.ones((L, S), dtype=bool), 2), "bool"),
-      Const(_padding(N, L), "bool"), Const(_padding(N, S), "bool")],
+     [Fixed(_causal(L), "bool"), Fixed(np.triu(np.ones((L, S), dtype=bool), 2), "bool"),
+      Fixed(_padding(N, L), "bool"), Fixed(_padding(N, S), "bool")],
      _decoder_call(("tgt_mask", "memory_mask", "tgt_key_padding_mask",
                     "memory_key_padding_mask"))),
 ]
@@ -252,8 +246,8 @@ def test_encoder_stack_with_causal_and_padding_masks_matches_torch(batch_first, 
     _copy("torch_to_dl", ours, theirs)
     ours.to(device)
     # the float causal mask is detected as causal (is_causal=None) by both
-    specs = [Float(_seq(L, E, batch_first)), Const(_float_causal(L), "float32"),
-             Const(np.where(_padding(N, L), -np.inf, 0), "float32")]
+    specs = [Float(_seq(L, E, batch_first)), Fixed(_float_causal(L), "float32"),
+             Fixed(np.where(_padding(N, L), -np.inf, 0), "float32")]
     check_pair(ours, theirs, specs, device=device,
                call=lambda m, x, mask, pad: m(x, mask=mask, src_key_padding_mask=pad))
 
@@ -265,8 +259,8 @@ def test_decoder_stack_with_detected_causal_mask_matches_torch(device):
     theirs = torch.nn.TransformerDecoder(theirs_layer, 2, torch.nn.LayerNorm(E))
     _copy("dl_to_torch", ours, theirs)
     ours.to(device)
-    specs = [Float(_seq(L, E, False)), Float(_seq(S, E, False)), Const(_causal(L), "bool"),
-             Const(_padding(N, S), "bool")]
+    specs = [Float(_seq(L, E, False)), Float(_seq(S, E, False)), Fixed(_causal(L), "bool"),
+             Fixed(_padding(N, S), "bool")]
     check_pair(ours, theirs, specs, device=device,
                call=lambda m, t, mem, mask, pad: m(t, mem, tgt_mask=mask,
                                                    memory_key_padding_mask=pad))
@@ -282,9 +276,9 @@ def test_full_transformer_matches_torch(batch_first, norm_first, direction, devi
     ours.to(device)
     ours.eval(), theirs.eval()
     specs = [Float(_seq(S, E, batch_first)), Float(_seq(L, E, batch_first)),
-             Const(_float_causal(L), "float32"),
-             Const(np.where(_padding(N, S), -np.inf, 0), "float32"),
-             Const(np.where(_padding(N, L), -np.inf, 0), "float32")]
+             Fixed(_float_causal(L), "float32"),
+             Fixed(np.where(_padding(N, S), -np.inf, 0), "float32"),
+             Fixed(np.where(_padding(N, L), -np.inf, 0), "float32")]
 
     def call(module, src, tgt, tgt_mask, src_pad, tgt_pad):
         return module(src, tgt, tgt_mask=tgt_mask, src_key_padding_mask=src_pad,

@@ -13,7 +13,8 @@ from dlfree.optim.lion import Lion
 
 import numpy as np
 import pytest
-from optim_helpers import (
+
+from support.optim import (
     assert_same_trajectory,
     assert_skips_gradless_and_keeps_grads,
     assert_state_dict_round_trip_is_bit_exact,

@@ -14,7 +14,8 @@ import numpy as np
 import pytest
 import torch
 import torch_optimizer
-from optim_helpers import (
+
+from support.optim import (
     assert_same_trajectory,
     assert_skips_gradless_and_keeps_grads,
     assert_state_dict_round_trip_is_bit_exact,

@@ -10,7 +10,8 @@ import dlfree.optim as optim
 import numpy as np
 import pytest
 import torch
-from optim_helpers import (
+
+from support.optim import (
     ATOL,
     RTOL,
     assert_same_trajectory,

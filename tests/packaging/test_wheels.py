@@ -3,8 +3,9 @@
 (a) the core alone, (b) the core and the third-party fixture plugin, (c) a plugin that
 breaks on import beside them, (d) the core and dlfree-optim without dlfree-nn, (e) every
 first-party distribution (no PyTorch anywhere) plus a third-party layer package whose
-model round-trips through a model file between two processes. Marked slow: each
-environment installs from the index.
+model round-trips through a model file between two processes, (f) the core with dlfree-nn,
+dlfree-optim and dlfree-train, the Trainer without metrics or HuggingFace. Marked slow:
+each environment installs from the index.
 """
 
 from __future__ import annotations
@@ -38,6 +39,7 @@ def wheels(tmp_path_factory) -> dict[str, Path]:
     projects = {"dlfree": ROOT / "packages" / "core",
                 "dlfree_nn": ROOT / "packages" / "nn",
                 "dlfree_optim": ROOT / "packages" / "optim",
+                "dlfree_train": ROOT / "packages" / "train",
                 "dlfree_metrics": ROOT / "packages" / "metrics",
                 "dlfree_hf": ROOT / "packages" / "hf",
                 "dlfree_fixture_plugin": FIXTURES / "dlfree-fixture-plugin",
@@ -84,11 +86,19 @@ def test_a_core_alone(venv):
         except ModuleNotFoundError as e:
             print(e)
         print("torch" in sys.modules)
+        try:
+            from dlfree import train
+        except ModuleNotFoundError as e:
+            print(e)
+        print(sorted(m for m in sys.modules if m.split(".")[0] in ("attrs", "attr", "tqdm")))
     """).stdout.splitlines()
     assert out[0] == "[2.0, 4.0]"
     assert "dlfree.nn is provided by the distribution 'dlfree-nn'" in out[1]
     assert "pip install dlfree-nn" in out[1]
     assert out[2] == "False"
+    assert "dlfree.train is provided by the distribution 'dlfree-train'" in out[3]
+    assert "pip install dlfree-train" in out[3]
+    assert out[4] == "[]"
     listed = json.loads(_run([str(venv.bin / "dlfree"), "plugins", "--json"]).stdout)
     assert [row["name"] for row in listed] == ["dlfree"]
 
@@ -173,8 +183,8 @@ def test_d_core_and_optim_train_raw_parameters(venv, wheels):
 
 
 def test_e_everything_and_a_third_party_layer_in_a_model_file(tmp_path, venv, wheels):
-    venv.install(wheels["dlfree_nn"], wheels["dlfree_optim"], wheels["dlfree_metrics"],
-                 wheels["dlfree_hf"], wheels["dlfree_fixture_layers"])
+    venv.install(wheels["dlfree_nn"], wheels["dlfree_optim"], wheels["dlfree_train"],
+                 wheels["dlfree_metrics"], wheels["dlfree_hf"], wheels["dlfree_fixture_layers"])
     path = tmp_path / "model.safetensors"
     saved = venv.run(f"""
         import dlfree as dl
@@ -198,8 +208,8 @@ def test_e_everything_and_a_third_party_layer_in_a_model_file(tmp_path, venv, wh
     assert loaded[2] == "['dlfree_fixture_layers']"  # found through its entry point
     listed = {r["distribution"] for r in json.loads(
         _run([str(venv.bin / "dlfree"), "plugins", "--json"]).stdout)}
-    assert {"dlfree", "dlfree-nn", "dlfree-optim", "dlfree-metrics", "dlfree-hf",
-            "dlfree-fixture-layers"} <= listed
+    assert {"dlfree", "dlfree-nn", "dlfree-optim", "dlfree-train", "dlfree-metrics",
+            "dlfree-hf", "dlfree-fixture-layers"} <= listed
     hf_help = _run([str(venv.bin / "dlfree"), "hf", "--help"]).stdout
     assert all(command in hf_help for command in ("info", "embed", "generate"))
     no_torch = venv.run("""
@@ -218,6 +228,76 @@ def test_e_everything_and_a_third_party_layer_in_a_model_file(tmp_path, venv, wh
             print(e)
     """, DLFREE_PLUGINS="dlfree-nn").stdout
     assert "'GatedLinear'" in missing and "pip install dlfree-fixture-layers" in missing
+    # attrs and tqdm are installed here (dlfree-train needs them), yet the core loads neither,
+    # nor any training code
+    core_only = venv.run("""
+        import importlib.util, sys
+        import dlfree
+        print(sorted(m for m in sys.modules if m.split(".")[0] in ("attrs", "attr", "tqdm")
+                     or m.startswith("dlfree.train")),
+              all(importlib.util.find_spec(m) is not None for m in ("attrs", "tqdm")))
+    """).stdout.strip()
+    assert core_only == "[] True"
+
+
+def test_f_the_trainer_with_nn_and_optim(venv, wheels):
+    venv.install(wheels["dlfree_nn"], wheels["dlfree_optim"], wheels["dlfree_train"])
+    out = venv.run("""
+        import sys
+        import dlfree as dl
+        print(sorted(m for m in sys.modules if m.split(".")[0] in ("attrs", "attr", "tqdm")
+                     or m.startswith("dlfree.train")))
+        from dlfree import nn, optim
+        dl.manual_seed(0)
+        x = dl.randn(32, 3)
+        batches = [(x[i:i + 8], x[i:i + 8] @ dl.tensor([[1.0], [-2.0], [0.5]]))
+                   for i in range(0, 32, 8)]
+        model = nn.Linear(3, 1)
+        stopper = dl.registry.callbacks.create("early_stopping", monitor="loss", patience=50)
+        trainer = dl.train.Trainer(model, optim.SGD(model.parameters(), lr=0.1), nn.MSELoss(),
+                                   max_epochs=30, grad_clip_norm=10.0, callbacks=[stopper])
+        losses = trainer.fit(batches)["loss"].values
+        print(len(losses), losses[0] > 10 * losses[-1])
+        print(type(stopper).__name__, dl.registry.callbacks.provider("early_stopping")
+              ["distribution"])
+        dl.plugins.manager().check_pending()
+        try:
+            dl.metrics
+        except ModuleNotFoundError as e:
+            print("no metrics:", "pip install dlfree-metrics" in str(e))
+    """).stdout.splitlines()
+    assert out == ["[]", "30 True", "EarlyStopping dlfree-train", "no metrics: True"]
+    listed = {r["name"]: r for r in json.loads(
+        _run([str(venv.bin / "dlfree"), "plugins", "--json"]).stdout)}
+    train = listed["train"]
+    assert train["distribution"] == "dlfree-train"
+    assert "dlfree_add_hookspecs" in train["hooks"]
+    assert "model_checkpoint" in train["registers"]["callbacks"]
+
+
+def test_the_train_wheel_ships_dlfree_train_only(wheels):
+    import zipfile
+
+    with zipfile.ZipFile(wheels["dlfree_train"]) as wheel:
+        names = wheel.namelist()
+        metadata = wheel.read(next(n for n in names if n.endswith(".dist-info/METADATA")))
+    assert all(n.startswith(("dlfree/train/", "dlfree_train-")) for n in names), names
+    assert "dlfree/train/plugin.py" in names and "dlfree/train/hookspecs.py" in names
+    requires = {line.split(":", 1)[1].strip().split(">")[0] for line in
+                metadata.decode().splitlines() if line.startswith("Requires-Dist:")}
+    assert requires == {"dlfree", "dlfree-optim", "attrs", "tqdm"}
+
+
+def test_every_wheel_is_marked_typed_and_the_core_ships_the_tensor_stub(wheels):
+    import zipfile
+
+    marker = {"dlfree": "dlfree/py.typed", "dlfree_nn": "dlfree/nn/py.typed",
+              "dlfree_optim": "dlfree/optim/py.typed", "dlfree_metrics": "dlfree/metrics/py.typed",
+              "dlfree_hf": "dlfree/hf/py.typed", "dlfree_train": "dlfree/train/py.typed"}
+    missing = [name for name, path in marker.items()
+               if path not in zipfile.ZipFile(wheels[name]).namelist()]
+    assert missing == []
+    assert "dlfree/tensor.pyi" in zipfile.ZipFile(wheels["dlfree"]).namelist()
 
 
 def test_cuda_extras_pull_the_matching_cupy(wheels):
@@ -232,3 +312,5 @@ def test_cuda_extras_pull_the_matching_cupy(wheels):
     assert any("cupy-cuda13x" in r and "extra == 'cuda13'" in r for r in requires)
     assert not any("cupy" in r and "extra ==" not in r for r in requires)  # CuPy stays optional
     assert "Provides-Extra: cuda12" in metadata and "Provides-Extra: cuda13" in metadata
+    # the training loop's dependencies are dlfree-train's now
+    assert not any(r.split(":", 1)[1].strip().startswith(("attrs", "tqdm")) for r in requires)

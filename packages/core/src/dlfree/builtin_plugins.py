@@ -11,10 +11,3 @@ def dlfree_register_backends(register):
     register(NumpyBackend)
     register(CupyBackend)
 
-
-@hookimpl
-def dlfree_register_callbacks(register):
-    from .train.callbacks import NAMES
-
-    for name, callback in NAMES.items():
-        register(callback, name=name)

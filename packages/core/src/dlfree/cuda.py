@@ -10,10 +10,10 @@ from .errors import DeviceError
 
 
 def _backend():
-    from .device import _backend_for, _backends
+    from .device import backend_for
 
     try:
-        return _backends.get("cuda") or _backend_for("cuda")
+        return backend_for("cuda")
     except DeviceError:
         return None
 

@@ -3,10 +3,15 @@
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Callable
+from typing import Any
 
-from .backends import Backend, NumpyBackend
+from .backends import Backend, CupyBackend, NumpyBackend
 from .errors import DeviceError
 
+# The device types the core serves itself: asking for one never loads a plugin. The
+# backend registry (and so plugin discovery) is consulted only for other device types.
+BUILTIN_BACKENDS: dict[str, type[Backend]] = {"cpu": NumpyBackend, "cuda": CupyBackend}
 _backends: dict[str, Backend] = {"cpu": NumpyBackend()}
 _devices: dict[tuple[str, int], Device] = {}
 
@@ -15,6 +20,13 @@ class Device:
     """A device such as `cpu` or `cuda:0`; equal devices are the same object."""
 
     __slots__ = ("type", "index", "backend", "xp", "array_type", "context")
+    # The slots' types, for type checkers (they are set once, in __new__).
+    array_type: type  # the backend's array class, e.g. numpy.ndarray
+    type: str
+    index: int
+    backend: Backend
+    xp: Any  # the backend's array module: numpy, cupy
+    context: Callable[[], contextlib.AbstractContextManager]  # what ops on it run inside
 
     def __new__(cls, spec="cpu", index: int | None = None):
         if isinstance(spec, Device):
@@ -30,7 +42,7 @@ class Device:
         dev = _devices.get(key)
         if dev is not None:
             return dev
-        backend = _backends.get(kind) or _backend_for(kind)
+        backend = backend_for(kind)
         reason = backend.unavailable_reason() if hasattr(backend, "unavailable_reason") else \
             (None if backend.is_available() else f"backend {backend.name!r} is not available")
         if reason is not None:
@@ -78,15 +90,22 @@ def _op_context(backend: Backend, index: int):
     return (lambda: errstate(all="ignore")) if errstate else contextlib.nullcontext
 
 
-def _backend_for(kind: str) -> Backend:
-    """The registered backend serving device type `kind` (loads the plugins if needed)."""
+def backend_for(kind: str) -> Backend:
+    """The backend serving device type `kind`: a built-in one, else a registered one (which
+    loads the plugins); raises DeviceError for a type no backend serves."""
+    backend = _backends.get(kind)
+    if backend is not None:
+        return backend
+    if kind in BUILTIN_BACKENDS:
+        _backends[kind] = BUILTIN_BACKENDS[kind]()
+        return _backends[kind]
     from . import registry
 
     for _, backend_cls in registry.backends.items():
         if backend_cls.device_type == kind:
             _backends[kind] = backend_cls()
             return _backends[kind]
-    known = sorted({b.device_type for _, b in registry.backends.items()})
+    known = sorted(set(BUILTIN_BACKENDS) | {b.device_type for _, b in registry.backends.items()})
     raise DeviceError(f"unknown device type {kind!r}; known device types: {', '.join(known)}")
 
 
@@ -94,8 +113,15 @@ def device_of_array(array) -> Device:
     """The device that holds `array` (raises for array types no backend owns)."""
     t = type(array)
     for kind, backend in _backends.items():
-        if t is backend.array_type:
-            return Device(kind, backend.device_index(array))
+        try:
+            if t is backend.array_type:
+                return Device(kind, backend.device_index(array))
+        except ImportError:  # asked for before (cuda without CuPy, say), cannot hold arrays
+            continue
+    module = t.__module__.partition(".")[0]
+    for kind, backend_cls in BUILTIN_BACKENDS.items():  # named after their array module
+        if kind not in _backends and module == backend_cls.name:
+            return Device(kind, backend_for(kind).device_index(array))
     from . import registry
 
     for _, backend_cls in registry.backends.items():

@@ -8,9 +8,12 @@ from __future__ import annotations
 from .ops.activation import *  # noqa: F403
 from .ops.attention import *  # noqa: F403
 from .ops.conv import *  # noqa: F403
+from .ops.dropout import *  # noqa: F403
 from .ops.elementwise import logsigmoid, sigmoid, tanh  # noqa: F401
-from .ops.layers import *  # noqa: F403
+from .ops.embedding import *  # noqa: F403
+from .ops.linear import *  # noqa: F403
 from .ops.loss import *  # noqa: F403
 from .ops.norm import *  # noqa: F403
 from .ops.pool import *  # noqa: F403
+from .ops.resample import *  # noqa: F403
 from .ops.softmax import log_softmax, softmax  # noqa: F401

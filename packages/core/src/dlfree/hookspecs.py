@@ -1,7 +1,8 @@
 """The hooks a dl.free plugin can implement.
 
 Register-style hooks: the host passes `register`, and the plugin calls it once per
-thing it provides. An implementation may accept a subset of a hook's arguments.
+thing it provides. An implementation may accept a subset of a hook's arguments. A plugin
+adds hooks of its own through `dlfree_add_hookspecs` (dlfree-train's training events).
 """
 
 from __future__ import annotations
@@ -10,6 +11,13 @@ import pluggy
 
 hookspec = pluggy.HookspecMarker("dlfree")
 hookimpl = pluggy.HookimplMarker("dlfree")
+
+
+@hookspec(historic=True)
+def dlfree_add_hookspecs(pluginmanager):
+    """Call `pluginmanager.add_hookspecs(module_or_class)` to add hooks of your own (their
+    functions marked `@dlfree.hookspec`), as dlfree-train adds the training events. Called
+    once per plugin, also for plugins registered after the first registry access."""
 
 
 @hookspec
@@ -61,50 +69,3 @@ def dlfree_register_callbacks(register):
 def dlfree_register_commands(cli):
     """Add subcommands to the `dlfree` command: `cli` is an argparse subparsers object;
     set `func=` on your parser (`parser.set_defaults(func=run)`); `run(args)` is called."""
-
-
-# Training-loop events: a `dlfree.train.Trainer` calls these on its callbacks (which may be
-# plain objects with methods of these names) and on every registered plugin.
-@hookspec
-def dlfree_train_start(trainer):
-    """Called once when `Trainer.fit` starts (also when it resumes from a checkpoint)."""
-
-
-@hookspec
-def dlfree_train_epoch_start(trainer, epoch):
-    """Called before the first batch of epoch `epoch` (0-based), also when a resumed run
-    re-enters an epoch it had begun."""
-
-
-@hookspec
-def dlfree_train_batch_start(trainer, batch, batch_index):
-    """Called before the training step on `batch`, the `batch_index`-th (0-based) of its epoch."""
-
-
-@hookspec
-def dlfree_train_batch_end(trainer, batch, batch_index, loss, outputs):
-    """Called after the training step on `batch`: `loss` is its loss as a float, `outputs`
-    the model's outputs (None when a custom step function returned only the loss)."""
-
-
-@hookspec
-def dlfree_train_validation_end(trainer, metrics):
-    """Called after validation with `metrics`, a dict of names ("val_loss", "val_<metric>")
-    to floats."""
-
-
-@hookspec
-def dlfree_train_epoch_end(trainer, epoch, logs):
-    """Called at the end of epoch `epoch` with `logs`, the epoch's values by name ("loss",
-    "lr", and the validation metrics when it validated); set `trainer.should_stop` to stop."""
-
-
-@hookspec
-def dlfree_train_end(trainer):
-    """Called once when training finishes (not when it is interrupted or fails)."""
-
-
-@hookspec
-def dlfree_train_exception(trainer, exception):
-    """Called when training stops on `exception` (KeyboardInterrupt included) before it is
-    re-raised, or, for a KeyboardInterrupt, before `fit` saves a checkpoint and returns."""

@@ -2,9 +2,10 @@
 
 Nothing is loaded at `import dlfree`; the first registry access loads the core's
 built-in plugin and every distribution in the `dlfree` entry-point group (or only those
-named in DLFREE_PLUGINS, or none with DLFREE_DISABLE_PLUGIN_AUTOLOAD=1). A plugin that
-fails to import or to register is skipped with a warning naming its distribution
-(DLFREE_STRICT_PLUGINS=1 makes that an error), and the others keep working.
+named in DLFREE_PLUGINS, or none with DLFREE_DISABLE_PLUGIN_AUTOLOAD=1). A plugin may add
+hooks of its own (`dlfree_add_hookspecs`), as dlfree-train adds the training events. A
+plugin that fails to import or to register is skipped with a warning naming its
+distribution (DLFREE_STRICT_PLUGINS=1 makes that an error), and the others keep working.
 """
 
 from __future__ import annotations
@@ -65,8 +66,7 @@ def _load_entry_points(pm: pluggy.PluginManager) -> None:
         if pm.has_plugin(ep.name) or pm.is_blocked(ep.name):
             continue
         try:
-            plugin = ep.load()
-            pm.register(plugin, name=ep.name)
+            _register_whole(pm, ep.load(), ep.name)
         except Exception as e:
             report_failure(dist, f"failed to load (entry point {ep.name} = {ep.value})", e)
             continue
@@ -75,6 +75,18 @@ def _load_entry_points(pm: pluggy.PluginManager) -> None:
             "version": ep.dist.version if ep.dist is not None else None,
             "entry_point": f"{ep.name} = {ep.value}",
         }
+
+
+def _register_whole(pm: pluggy.PluginManager, plugin, name: str | None) -> str | None:
+    """`pm.register`, undone when it raises after pluggy had taken the plugin in (its
+    `dlfree_add_hookspecs` failed), so that none of its hooks stay behind."""
+    known = pm.is_registered(plugin)
+    try:
+        return pm.register(plugin, name=name)
+    except Exception:
+        if not known and pm.is_registered(plugin):
+            pm.unregister(plugin)
+        raise
 
 
 def _normalize(dist: str) -> str:
@@ -94,6 +106,9 @@ def manager() -> pluggy.PluginManager:
             _state.info = {"dlfree": {"distribution": "dlfree", "version": __version__,
                                       "entry_point": None}}
             _state.pm = pm
+            # Historic: each plugin adds its hookspecs as it is registered, the entry points
+            # below (inside the try that skips a broken one) and user plugins later alike.
+            pm.hook.dlfree_add_hookspecs.call_historic(kwargs={"pluginmanager": pm})
             _load_entry_points(pm)
             _state.generation += 1
         return _state.pm
@@ -106,7 +121,7 @@ def register(plugin, name: str | None = None) -> str:
     """
     pm = manager()
     with _state.lock:
-        name = pm.register(plugin, name=name)
+        name = _register_whole(pm, plugin, name)
         if name is None:
             raise PluginError(f"plugin {plugin!r} is already registered or blocked")
         module = getattr(plugin, "__module__", None) or getattr(plugin, "__name__", "")
@@ -143,6 +158,14 @@ def plugin_info(name: str) -> dict:
     """Distribution, version and entry point of a loaded plugin."""
     manager()
     return dict(_state.info[name])
+
+
+def distribution_loaded(dist: str) -> bool:
+    """Whether a plugin of distribution `dist` is loaded (installed, and not left out by
+    DLFREE_PLUGINS or DLFREE_DISABLE_PLUGIN_AUTOLOAD)."""
+    manager()
+    wanted = _normalize(dist)
+    return any(_normalize(info["distribution"]) == wanted for info in _state.info.values())
 
 
 def generation() -> int:

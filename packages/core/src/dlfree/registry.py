@@ -11,7 +11,7 @@ import difflib
 import warnings
 from typing import Any, NamedTuple
 
-from . import plugins
+from . import first_party, plugins
 from .errors import PluginError
 
 __all__ = ["Registry", "Architecture", "backends", "layers", "losses", "initializers",
@@ -29,49 +29,6 @@ class Architecture(NamedTuple):
 class _Entry(NamedTuple):
     obj: Any
     plugin: str
-
-
-def _first_party(dist: str, names: str) -> dict[str, str]:
-    return dict.fromkeys(names.split(), dist)
-
-
-# Names the first-party distributions provide, so that a missing one can be named.
-FIRST_PARTY = {
-    "backends": {},
-    "layers": _first_party("dlfree-nn", """
-        Linear Bilinear Embedding EmbeddingBag Conv1d Conv2d Conv3d ConvTranspose1d
-        ConvTranspose2d MaxPool1d MaxPool2d AvgPool1d AvgPool2d AdaptiveAvgPool1d
-        AdaptiveAvgPool2d AdaptiveMaxPool2d BatchNorm1d BatchNorm2d LayerNorm GroupNorm
-        InstanceNorm2d RMSNorm Dropout Dropout2d Flatten Unflatten Upsample PixelShuffle Unfold
-        Fold RNN LSTM GRU RNNCell LSTMCell GRUCell MultiheadAttention TransformerEncoderLayer
-        TransformerEncoder TransformerDecoderLayer TransformerDecoder Transformer Sequential
-        ModuleList ModuleDict Identity ReLU GELU SiLU Tanh Sigmoid Softmax LogSoftmax
-        SyncBatchNorm"""),
-    "losses": _first_party("dlfree-nn", """
-        MSELoss L1Loss SmoothL1Loss HuberLoss CrossEntropyLoss NLLLoss BCELoss
-        BCEWithLogitsLoss KLDivLoss PoissonNLLLoss GaussianNLLLoss CosineEmbeddingLoss
-        MarginRankingLoss HingeEmbeddingLoss TripletMarginLoss MultiMarginLoss
-        MultiLabelSoftMarginLoss CTCLoss"""),
-    "initializers": _first_party("dlfree-nn", """
-        uniform_ normal_ constant_ zeros_ ones_ eye_ xavier_uniform_ xavier_normal_
-        kaiming_uniform_ kaiming_normal_ orthogonal_ trunc_normal_"""),
-    "optimizers": _first_party("dlfree-optim", """
-        SGD Adam AdamW Adamax NAdam RAdam RMSprop Adagrad Adadelta Lion LAMB NovoGrad
-        AdaBound LARS Adafactor"""),
-    "schedulers": _first_party("dlfree-optim", """
-        StepLR MultiStepLR ExponentialLR CosineAnnealingLR CosineAnnealingWarmRestarts
-        OneCycleLR CyclicLR LinearLR ConstantLR PolynomialLR LambdaLR ReduceLROnPlateau
-        SequentialLR ChainedScheduler MultiplicativeLR LinearWarmup"""),
-    "metrics": _first_party("dlfree-metrics", """
-        Accuracy Precision Recall F1Score FBetaScore Specificity ConfusionMatrix AUROC
-        AveragePrecision ROC PrecisionRecallCurve MatthewsCorrCoef CohenKappa CalibrationError
-        HammingDistance JaccardIndex MeanSquaredError MeanAbsoluteError
-        MeanAbsolutePercentageError R2Score ExplainedVariance PearsonCorrCoef SpearmanCorrCoef
-        CosineSimilarity MeanAveragePrecision DiceScore MeanIoU PixelAccuracy
-        GeneralizedDiceScore"""),
-    "architectures": _first_party("dlfree-hf", "bert roberta distilbert gpt2 llama mistral qwen2"),
-    "callbacks": {},
-}
 
 
 class Registry:
@@ -162,19 +119,16 @@ class Registry:
     def _unknown_message(self, name: str) -> str:
         known = self.names()
         message = f"unknown {self.noun} {name!r}"
-        dist = FIRST_PARTY.get(self.kind, {}).get(name)
-        if dist is not None:
-            return (f"{message}: it is provided by the distribution {dist!r}, which is not "
-                    f"installed (or was not loaded); install it with: pip install {dist}")
-        candidates = known + list(FIRST_PARTY.get(self.kind, {}))
-        same_letters = [c for c in candidates if c.lower() == name.lower()]
-        close = same_letters + [c for c in difflib.get_close_matches(name, candidates, n=3,
-                                                                     cutoff=0.6)
+        dist = first_party.KINDS.get(self.kind)
+        if dist is not None and not plugins.distribution_loaded(dist):
+            return (f"{message}: {self.kind} come from the distribution {dist!r} (and from "
+                    "third-party plugins), which is not installed or was not loaded; install "
+                    f"it with: pip install {dist}")
+        same_letters = [c for c in known if c.lower() == name.lower()]
+        close = same_letters + [c for c in difflib.get_close_matches(name, known, n=3, cutoff=0.6)
                                 if c not in same_letters]
         if close:
-            hints = [c if c in known else f"{c} (from {FIRST_PARTY[self.kind][c]}, not "
-                     "installed)" for c in close]
-            message += f"; did you mean {', '.join(hints)}?"
+            message += f"; did you mean {', '.join(close)}?"
         shown = ", ".join(known[:20]) + (", ..." if len(known) > 20 else "")
         return message + (f" Registered {self.kind}: {shown}" if known else
                           f" No {self.kind} are registered: install a plugin that provides them")

@@ -6,12 +6,17 @@ one file per op family; this file holds what every tensor is.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any
+
 import numpy as np
 
 from . import dtypes
-from .autograd.grad_mode import STATE
 from .device import CPU, Device
 from .errors import AutogradError, DTypeError
+
+if TYPE_CHECKING:
+    from .autograd.function import Function
 
 
 class Tensor:
@@ -19,31 +24,36 @@ class Tensor:
 
     __slots__ = ("_data", "_device", "requires_grad", "grad", "grad_fn", "_vc", "_view",
                  "_hooks", "_post_hooks", "__weakref__")
+    # The slots' types, for type checkers and tensor.pyi; `_make` is where they are set.
+    _data: Any  # the backend array (NumPy or CuPy)
+    _device: Device
+    requires_grad: bool
+    grad: Tensor | None
+    grad_fn: Function | None
+    _vc: list[int]  # the version counter, one list shared by a tensor and its views
+    _view: tuple | None  # (root, replay) for a view, see ops._util.as_view
+    _hooks: dict | None  # a leaf's gradient hooks, by handle key
+    _post_hooks: dict | None  # a leaf's post-accumulate-grad hooks, by handle key
 
     # Let Tensor win over NumPy arrays in mixed binary ops (ndarray + Tensor -> Tensor).
     __array_priority__ = 1000
 
-    def __init__(self, data, dtype=None, device=None, requires_grad: bool = False):
+    def __init__(self, data, dtype=None, device=None, requires_grad: bool = False) -> None:
         from .creation import _as_array
 
         dev = Device(device) if device is not None else None
         array, dev = _as_array(data, dtype, dev, copy=True)
-        self._data = array
-        self._device = dev
-        self.requires_grad = False
-        self.grad = None
-        self.grad_fn = None
-        self._vc = [0]
-        self._view = None
-        self._hooks = None
-        self._post_hooks = None
+        Tensor._make(array, dev, into=self)
         if requires_grad:
             self.requires_grad_(True)
 
     @staticmethod
-    def _make(data, device=CPU, requires_grad=False, grad_fn=None):
-        """Wrap a backend array without copying or checking (internal fast path)."""
-        t = _new(Tensor)
+    def _make(data, device: Device = CPU, requires_grad: bool = False,
+              grad_fn: Function | None = None, into: Tensor | None = None) -> Tensor:
+        """Wrap a backend array without copying or checking: the one place a tensor's slots
+        are set. `into` is an allocated tensor whose `__init__` is running; without it a new
+        Tensor is made (the fast path of every op)."""
+        t = _new(Tensor) if into is None else into
         t._data = data
         t._device = device
         t.requires_grad = requires_grad
@@ -81,7 +91,7 @@ class Tensor:
         return self._device.type == "cuda"
 
     @property
-    def array(self):
+    def array(self) -> Any:
         """The backend array itself (NumPy or CuPy), shared, not a copy."""
         return self._data
 
@@ -100,9 +110,9 @@ class Tensor:
     @property
     def retains_grad(self) -> bool:
         fn = self.grad_fn
-        return fn is not None and "_retain" in (fn.__dict__.get("pre_hooks") or {})
+        return fn is not None and "_retain" in (fn.pre_hooks or {})
 
-    def size(self, dim: int | None = None):
+    def size(self, dim: int | None = None) -> Any:
         return self.shape if dim is None else self._data.shape[dim]
 
     def dim(self) -> int:
@@ -116,7 +126,7 @@ class Tensor:
     def element_size(self) -> int:
         return self._data.itemsize
 
-    def stride(self, dim: int | None = None):
+    def stride(self, dim: int | None = None) -> Any:
         strides = tuple(s // self._data.itemsize for s in self._data.strides)
         return strides if dim is None else strides[dim]
 
@@ -131,7 +141,7 @@ class Tensor:
             raise TypeError("len() of a 0-d tensor")
         return self._data.shape[0]
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[Tensor]:
         if self._data.ndim == 0:
             raise TypeError("iteration over a 0-d tensor")
         return iter(self.unbind(0))
@@ -147,11 +157,11 @@ class Tensor:
             )
         return self._device.backend.to_numpy(self._data)
 
-    def __array__(self, dtype=None, copy=None):
+    def __array__(self, dtype=None, copy=None) -> np.ndarray:
         array = self._device.backend.to_numpy(self._data)
         return array if dtype is None else array.astype(dtype, copy=False)
 
-    def item(self):
+    def item(self) -> Any:
         if self._data.size != 1:
             raise ValueError(
                 f"item(): a tensor with {self._data.size} elements cannot be converted to a "
@@ -159,7 +169,7 @@ class Tensor:
             )
         return self._device.backend.to_numpy(self._data).reshape(()).item()
 
-    def tolist(self):
+    def tolist(self) -> Any:
         return self._device.backend.to_numpy(self._data).tolist()
 
     def __bool__(self) -> bool:
@@ -225,23 +235,27 @@ class Tensor:
     def backward(self, gradient=None, retain_graph=None, create_graph: bool = False,
                  inputs=None) -> None:
         """Accumulate d(self)/d(leaf) into every leaf's `.grad` (or only into `inputs`)."""
+        from .autograd import engine  # autograd builds on this module, not the reverse
+
+        gradients = None if gradient is None else [gradient]
         if inputs is None:
-            _engine.run_backward([self], None if gradient is None else [gradient], retain_graph,
-                         create_graph)
+            engine.run_backward([self], gradients, retain_graph, create_graph)
             return
         inputs = [inputs] if isinstance(inputs, Tensor) else list(inputs)
-        grads = _engine.run_backward([self], None if gradient is None else [gradient], retain_graph,
-                             create_graph, inputs=inputs, allow_unused=True)
+        grads = engine.run_backward([self], gradients, retain_graph, create_graph, inputs=inputs,
+                                    allow_unused=True)
         for t, g in zip(inputs, grads):
             if g is not None:
-                _engine._accumulate(t, g, create_graph, set())
+                engine.accumulate_grad(t, g, create_graph)
 
     def register_hook(self, hook) -> _HookHandle:
         """Call `hook(grad)` when this tensor's gradient is computed; it may return a new one."""
         if not self.requires_grad:
             raise AutogradError("cannot register a hook on a tensor that doesn't require grad")
         if self.grad_fn is not None:
-            hooks = self.grad_fn.__dict__.setdefault("pre_hooks", {})
+            hooks = self.grad_fn.pre_hooks
+            if hooks is None:
+                hooks = self.grad_fn.pre_hooks = {}
         else:
             if self._hooks is None:
                 self._hooks = {}
@@ -273,6 +287,8 @@ class Tensor:
             return
         import weakref
 
+        from .autograd.grad_mode import STATE
+
         ref = weakref.ref(self)
 
         def _retain(grad):
@@ -282,10 +298,12 @@ class Tensor:
                 t.grad = g.clone() if t.grad is None else t.grad + g
             return None
 
-        self.grad_fn.__dict__.setdefault("pre_hooks", {})["_retain"] = _retain
+        if self.grad_fn.pre_hooks is None:
+            self.grad_fn.pre_hooks = {}
+        self.grad_fn.pre_hooks["_retain"] = _retain
 
 
-class Size(tuple):
+class Size(tuple[int, ...]):
     """A tensor's shape: a tuple of ints, as in PyTorch."""
 
     __slots__ = ()
@@ -304,8 +322,10 @@ class _HookHandle:
     """Returned by `register_hook`; `remove()` takes the hook away again."""
 
     _next_key = 0
+    key: int
+    _hooks: dict
 
-    def __init__(self, hooks: dict):
+    def __init__(self, hooks: dict) -> None:
         _HookHandle._next_key += 1
         self.key = _HookHandle._next_key
         self._hooks = hooks
@@ -319,20 +339,13 @@ class Parameter(Tensor):
 
     __slots__ = ()
 
-    def __init__(self, data=None, requires_grad: bool = True):
+    def __init__(self, data=None, requires_grad: bool = True) -> None:
         if data is None:
             data = np.empty((0,), dtype=dtypes.get_default_dtype().np)
-        if isinstance(data, Tensor):
-            self._data, self._device = data._data, data._device
+        if isinstance(data, Tensor):  # shares the tensor's memory, as torch's Parameter does
+            Tensor._make(data._data, data._device, into=self)
         else:
             super().__init__(data)
-        self.requires_grad = False
-        self.grad = None
-        self.grad_fn = None
-        self._vc = [0]
-        self._view = None
-        self._hooks = None
-        self._post_hooks = None
         if requires_grad:
             self.requires_grad_(True)
 
@@ -341,5 +354,3 @@ class Parameter(Tensor):
 
 
 _new = object.__new__
-
-from .autograd import engine as _engine  # noqa: E402  (engine imports Tensor)

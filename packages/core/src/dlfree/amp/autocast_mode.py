@@ -5,8 +5,8 @@ from __future__ import annotations
 import functools
 
 from .. import dtypes
+from ..autograd.autocast_state import AUTOCAST, snapshot, use_settings
 from ..errors import DTypeError
-from .state import AUTOCAST, apply, snapshot
 
 _LOWER_DTYPES = (dtypes.float16,)  # NumPy and CuPy have no bfloat16
 
@@ -14,15 +14,17 @@ _LOWER_DTYPES = (dtypes.float16,)  # NumPy and CuPy have no bfloat16
 class autocast:
     """Mixed precision for a region: a context manager and a function decorator.
 
-    Inside it, on `device_type` ("cpu", "cuda"; every device type when None), the ops that
-    are fast and safe in lower precision (matmul/mm/bmm/@, linear, the convolutions and
-    scaled_dot_product_attention) cast their floating inputs to `dtype`, and the ops that
-    need range or precision (softmax, log_softmax, layer/batch/group norm, the losses, sum,
-    prod, cumsum, cumprod and the norms) compute in float32 and return float32. Other ops
-    run in their inputs' dtype and promote mixed inputs as usual (float16 + float32 gives
-    float32). float64 and integer tensors are never cast. The casts are recorded, so the
-    gradients of float32 weights come back in float32; backward runs each op in the dtype
-    its forward used, so call it inside or after the region alike.
+    Inside it, on `device_type` ("cpu", "cuda"; every device type when None), each op
+    follows the policy it declares (`dlfree.amp.policies()` lists them): the ops that are
+    fast and safe in lower precision ("lower": matrix products, convolutions, attention)
+    cast their floating inputs to `dtype`, the ops that need range or precision
+    ("float32": softmax, the norms, sums, the losses, exp and log) compute in float32 and
+    return float32, and the ops that combine inputs ("promote": cat, addcmul, ...) cast them
+    to the widest among them. Other ops run in their inputs' dtype and promote mixed inputs
+    as usual (float16 + float32 gives float32). float64 and integer tensors are never cast,
+    nor are in-place ops. The casts are recorded, so the gradients of float32 weights come
+    back in float32; backward runs each op in the dtype its forward used, so call it inside
+    or after the region alike.
 
     This is the policy of torch.autocast on CUDA with float16 (torch's CPU policy differs:
     it defaults to bfloat16 and keeps fewer ops in float32). float16 on the CPU is for
@@ -51,15 +53,15 @@ class autocast:
         self._outer.append((current, default, AUTOCAST.cache_enabled))
         lower = self.dtype.np if self.enabled else None
         if self.device_type is None:
-            apply(({}, lower, self.cache_enabled))
+            use_settings(({}, lower, self.cache_enabled))
         else:
-            apply(({**current, self.device_type: lower}, default, self.cache_enabled))
+            use_settings(({**current, self.device_type: lower}, default, self.cache_enabled))
         AUTOCAST.depth += 1
         return self
 
     def __exit__(self, *exc) -> bool:
         AUTOCAST.depth -= 1
-        apply(self._outer.pop())
+        use_settings(self._outer.pop())
         if AUTOCAST.depth == 0:  # the casts cached for the region's forward are stale now
             AUTOCAST.cache.clear()
         return False

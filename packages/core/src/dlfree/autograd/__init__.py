@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from .anomaly import detect_anomaly, set_detect_anomaly
-from .checkpoint import checkpoint, checkpoint_sequential
 from .function import Function
 from .grad_mode import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
 from .gradcheck import gradcheck, gradgradcheck
+from .recompute import checkpoint, checkpoint_sequential
 
 __all__ = ["Function", "grad", "backward", "gradcheck", "gradgradcheck", "no_grad",
            "enable_grad", "set_grad_enabled", "is_grad_enabled", "detect_anomaly",

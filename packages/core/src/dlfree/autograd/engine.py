@@ -146,7 +146,7 @@ def run_backward(outputs, grad_outputs, retain_graph, create_graph, inputs=None,
             g = grads.pop(node, None)
             if g is None:
                 continue
-            hooks = node.__dict__.get("pre_hooks")
+            hooks = node.pre_hooks
             if hooks:
                 for hook in list(hooks.values()):
                     new = hook(g)
@@ -210,7 +210,8 @@ def run_backward(outputs, grad_outputs, retain_graph, create_graph, inputs=None,
     return tuple(result)
 
 
-def _deliver(leaf, g, targets, create_graph, delivered) -> None:
+def _deliver(leaf: Tensor, g: Tensor, targets: dict | None, create_graph: bool,
+             delivered: set) -> None:
     """Hand a leaf its complete gradient: through its hooks, then into `.grad` (or into
     `targets` for autograd.grad)."""
     if leaf._hooks:
@@ -222,11 +223,21 @@ def _deliver(leaf, g, targets, create_graph, delivered) -> None:
         if leaf in targets:
             targets[leaf] = g
         return
-    _accumulate(leaf, g, create_graph, delivered)
+    accumulate_grad(leaf, g, create_graph, delivered)
 
 
-def _accumulate(leaf, g, create_graph, delivered) -> None:
-    """Add `g` into `leaf.grad`, never aliasing an array another tensor owns."""
+def accumulate_grad(leaf: Tensor, g: Tensor, create_graph: bool = False,
+                    delivered: set | None = None) -> None:
+    """Add the gradient `g` into `leaf.grad`, as backward does for every leaf it reaches,
+    then call the leaf's post-accumulate-grad hooks.
+
+    `g` is cast and expanded to the leaf's dtype and shape, and detached unless
+    `create_graph`. The result never aliases an array another tensor owns: `delivered`
+    holds the ids of the arrays this backward pass already handed out (its root gradients,
+    earlier leaves' `.grad`); such an array, a read-only one or a view is copied first.
+    """
+    if delivered is None:
+        delivered = set()
     if g._data.dtype != leaf._data.dtype:
         g = g.to(leaf.dtype)
     if g.shape != leaf.shape:

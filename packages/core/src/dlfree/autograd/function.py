@@ -6,6 +6,8 @@ import threading
 import traceback
 
 from ..errors import AutogradError, DeviceError
+from ..tensor import Tensor
+from .autocast_state import AUTOCAST
 from .grad_mode import STATE
 
 
@@ -33,14 +35,26 @@ class Function:
     engine then calls no backward on the outputs' nodes: it hands the op's backward one
     list with each output's gradient (None where an output got none), so that the op can
     combine them in one go (split writes all pieces into one array).
+
+    `autocast` declares the op's autocast policy: "lower", "float32", "promote" or None
+    (see `autocasting`); inside an autocast region `apply` casts the inputs by it first.
     """
 
+    autocast: str | None = None
     saves: tuple = ()
     save_output = False
     output_index = None
+    pre_hooks: dict | None = None
+    """Hooks called, in order, with the gradient of this node's output before its backward
+    runs (a hook may return a replacement); `Tensor.register_hook` and `retain_grad` add
+    them on a non-leaf's node. None until the first is added."""
 
     @classmethod
     def apply(cls, *inputs, **params):
+        if AUTOCAST.on and cls.autocast is not None:
+            from .autocasting import cast_inputs  # the casts are Functions themselves
+
+            inputs = cast_inputs(cls.autocast, inputs)
         profiler = PROFILING.hook
         if profiler is not None:
             event = profiler.begin_op(cls, inputs)
@@ -66,16 +80,7 @@ class Function:
                 out = fn.forward(*[t._data for t in inputs], **params)
         if type(out) is not device.array_type:
             out = device.xp.asarray(out)
-        result = _new(Tensor)
-        result._data = out
-        result._device = device
-        result.requires_grad = False
-        result.grad = None
-        result.grad_fn = None
-        result._vc = [0]
-        result._view = None
-        result._hooks = None
-        result._post_hooks = None
+        result = _make(out, device)
         if record:
             fn.next_edges = tuple([
                 t.grad_fn if t.grad_fn is not None else (t if t.requires_grad else None)
@@ -147,7 +152,7 @@ class Function:
     def release(self) -> None:
         """Drop what forward kept for backward; the node stays as a marker in the graph."""
         keep = {k: self.__dict__[k] for k in ("xp", "device", "needs_input_grad", "next_edges")}
-        pre_hooks = self.__dict__.get("pre_hooks")
+        pre_hooks = self.pre_hooks
         self.__dict__.clear()
         self.__dict__.update(keep)
         if pre_hooks:
@@ -155,6 +160,4 @@ class Function:
         self._freed = True
 
 
-from ..tensor import Tensor  # noqa: E402  (tensor.py imports this module)
-
-_new = object.__new__
+_make = Tensor._make  # a global: one lookup fewer in the hot Function.apply

@@ -1,13 +1,26 @@
 """The differentiable ops, one module per family; importing this binds the Tensor methods.
 
 The tensor families below are exported as `dl.*`; the neural-network families
-(activation, attention, conv, layers, loss, norm, pool) are gathered by
-`dlfree.functional` instead.
+(activation, attention, conv, dropout, embedding, linear, loss, norm, pool, resample) are
+gathered by `dlfree.functional` instead, and `recurrent` is the recurrence that dlfree-nn's
+RNN layers call.
 """
 
 import importlib
 
-from . import activation, attention, conv, layers, loss, norm, pool  # noqa: F401
+from . import (  # noqa: F401
+    activation,
+    attention,
+    conv,
+    dropout,
+    embedding,
+    linear,
+    loss,
+    norm,
+    pool,
+    recurrent,
+    resample,
+)
 from .cast import *  # noqa: F403
 from .comparison import *  # noqa: F403
 from .elementwise import *  # noqa: F403

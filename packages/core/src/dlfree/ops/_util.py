@@ -1,19 +1,28 @@
-"""Helpers every op family shares: method binding, operand promotion, unbroadcasting."""
+"""Helpers every op family shares: method binding, operand promotion, unbroadcasting, and
+the dtype checks (`check_kind`, `check_float`), so that every op words a wrong dtype alike."""
 
 from __future__ import annotations
 
 import numbers
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 from .. import dtypes
 from ..autograd.grad_mode import STATE
 from ..errors import DTypeError, ShapeError
 from ..tensor import Tensor
 
+_Op = TypeVar("_Op", bound=Callable[..., Any])
 
-def tensor_method(*names):
-    """Attach the decorated function to `Tensor` under its own name or the given names."""
 
-    def bind(fn):
+def tensor_method(*names: str) -> Callable[[_Op], _Op]:
+    """Attach the decorated function to `Tensor` under its own name or the given names.
+
+    Type checkers see the methods in the generated tensor.pyi (scripts/gen_tensor_stub.py);
+    the decorated function keeps its own type, so `dl.add` is typed like `add`.
+    """
+
+    def bind(fn: _Op) -> _Op:
         for name in names or (fn.__name__,):
             setattr(Tensor, name, fn)
         return fn
@@ -99,10 +108,28 @@ def normalize_dims(dim, ndim: int, op: str) -> tuple:
     return dims
 
 
-def require_float(t: Tensor, op: str) -> None:
-    if t._data.dtype.kind != "f":
-        raise DTypeError(f"{op}: expected a floating-point tensor, got {t.dtype!r}; "
-                         "convert first, e.g. x.float()")
+# what a dtype check accepts, by the NumPy kinds it allows, worded for its error message
+KINDS = {
+    "f": "floating-point tensors (float16, float32, float64)",
+    "iuf": "integer and floating-point tensors (every dtype but bool)",
+    "biu": "integer and bool tensors (bool, uint8, int8, int16, int32, int64)",
+}
+
+
+def check_kind(t: Tensor, kinds: str, op: str, hint: str = "") -> None:
+    """Raise `DTypeError` naming `op`, `t`'s dtype and what is valid unless `t`'s dtype is of
+    one of `kinds` (a key of KINDS); `hint` says how to fix it."""
+    if t._data.dtype.kind not in kinds:
+        raise DTypeError(f"{op}: not supported for {t.dtype.name} tensors; valid: "
+                         f"{KINDS[kinds]}" + (f"; {hint}" if hint else ""))
+
+
+def check_float(t, op: str) -> None:
+    """`check_kind` for the ops that take floating-point tensors only; `t` may be anything
+    a caller passed, so a non-tensor is refused first."""
+    if not isinstance(t, Tensor):
+        raise DTypeError(f"{op}: expected a Tensor, got {type(t).__name__}")
+    check_kind(t, "f", op, "convert first, e.g. x.float()")
 
 
 def as_view(out: Tensor, base: Tensor, replay) -> Tensor:

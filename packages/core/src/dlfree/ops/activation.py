@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 
+from ..autograd.autocasting import autocast_policy
 from ..autograd.function import Function
 from ..backends import special
 from ..backends.base import Backend
@@ -173,6 +174,8 @@ class Mish(_Pointwise):
 
 
 class Softplus(_Pointwise):
+    autocast = "float32"
+
     @staticmethod
     def kernel(be, x, beta, threshold):
         bx = x * beta
@@ -332,6 +335,7 @@ def hardswish(input: Tensor, inplace: bool = False) -> Tensor:
     return _inplace(Hardswish.apply, input, inplace, "hardswish")
 
 
+@autocast_policy("lower")
 def prelu(input: Tensor, weight: Tensor) -> Tensor:
     """x for x > 0, else weight * x, with one learnt slope or one per channel (dim 1)."""
     channels = input.shape[1] if input.ndim > 1 else 1
@@ -360,6 +364,7 @@ def tanhshrink(input: Tensor) -> Tensor:
     return input - tanh(input)
 
 
+@autocast_policy("float32", dtype_arg="dtype")
 def softmin(input: Tensor, dim: int | None = None, _stacklevel: int = 3, dtype=None) -> Tensor:
     """softmax(-x) along `dim`."""
     if dtype is not None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import functools
 import math
 
-from ..amp.casts import AUTOCAST, to_autocast_dtype
+from ..autograd.autocasting import autocast_policy
 from ..autograd.function import Function
 from ..autograd.grad_mode import STATE
 from ..creation import rand
@@ -441,6 +441,7 @@ def _heads(t: Tensor, groups: int) -> tuple:
     return shape if groups == 1 else shape[:-1] + (shape[-1] * groups,)
 
 
+@autocast_policy("lower")
 def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.0,
                                  is_causal=False, scale=None, enable_gqa=False) -> Tensor:
     """softmax(query keyᵀ · scale + mask) value, as torch's function.
@@ -451,7 +452,6 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
     `dropout_p` drops attention weights with dl's seeded generator. `enable_gqa` lets
     groups of query heads share each key/value head (dim -3).
     """
-    query, key, value = to_autocast_dtype(query, key, value) if AUTOCAST.on else (query, key, value)
     op = "scaled_dot_product_attention"
     groups, batch = _check_inputs(query, key, value, enable_gqa, op)
     if not 0.0 <= dropout_p <= 1.0:

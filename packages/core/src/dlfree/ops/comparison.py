@@ -10,8 +10,7 @@ import numbers
 
 from ..errors import DTypeError
 from ..tensor import Tensor
-from ._util import promote, tensor_method
-from .elementwise import check_kind
+from ._util import check_kind, promote, tensor_method
 
 __all__ = ["eq", "ne", "lt", "le", "gt", "ge", "greater", "less", "greater_equal",
            "less_equal", "not_equal", "logical_and", "logical_or", "logical_xor",

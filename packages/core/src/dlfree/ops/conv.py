@@ -19,11 +19,11 @@ from __future__ import annotations
 import math
 import numbers
 
-from ..amp.casts import AUTOCAST, to_autocast_dtype
+from ..autograd.autocasting import autocast_policy
 from ..autograd.function import Function
 from ..backends.im2col import Shifted, Window, scratch
 from ..errors import DTypeError, ShapeError
-from ._util import require_float
+from ._util import check_float
 
 __all__ = ["pad", "conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d",
            "conv_transpose3d", "unfold", "fold"]
@@ -332,7 +332,7 @@ def _batched(input, d: int, op: str) -> tuple:
 
 
 def _check_operands(op: str, input, weight, bias, d: int, layout: str) -> None:
-    require_float(input, op)
+    check_float(input, op)
     for name, t in (("weight", weight), ("bias", bias)):
         if t is not None and t.dtype != input.dtype:
             raise DTypeError(f"{op}: input is {input.dtype!r} but {name} is {t.dtype!r}; "
@@ -395,8 +395,6 @@ def _finish(out, bias, d: int, unbatched: bool):
 
 # -------------------------------------------------------------------- convolutions
 def _conv(op, d, input, weight, bias, stride, padding, dilation, groups):
-    if AUTOCAST.on:
-        input, weight, bias = to_autocast_dtype(input, weight, bias)
     _check_operands(op, input, weight, bias, d, "(out_channels, in_channels / groups, *kernel)")
     x, unbatched = _batched(input, d, op)
     channels = x.shape[1]
@@ -418,6 +416,7 @@ def _conv(op, d, input, weight, bias, stride, padding, dilation, groups):
     return out.squeeze(0) if unbatched else out
 
 
+@autocast_policy("lower")
 def conv1d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     """1-d convolution (cross-correlation) of (N, C_in, L) by (C_out, C_in / groups, k).
 
@@ -427,11 +426,13 @@ def conv1d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     return _conv("conv1d", 1, input, weight, bias, stride, padding, dilation, groups)
 
 
+@autocast_policy("lower")
 def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     """2-d convolution of (N, C_in, H, W) by (C_out, C_in / groups, kH, kW); see conv1d."""
     return _conv("conv2d", 2, input, weight, bias, stride, padding, dilation, groups)
 
 
+@autocast_policy("lower")
 def conv3d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     """3-d convolution of (N, C_in, D, H, W) by (C_out, C_in / groups, kD, kH, kW)."""
     return _conv("conv3d", 3, input, weight, bias, stride, padding, dilation, groups)
@@ -439,8 +440,6 @@ def conv3d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
 
 def _conv_transpose(op, d, input, weight, bias, stride, padding, output_padding, groups,
                     dilation):
-    if AUTOCAST.on:
-        input, weight, bias = to_autocast_dtype(input, weight, bias)
     _check_operands(op, input, weight, bias, d, "(in_channels, out_channels / groups, *kernel)")
     x, unbatched = _batched(input, d, op)
     channels = x.shape[1]
@@ -474,6 +473,7 @@ def _conv_transpose(op, d, input, weight, bias, stride, padding, output_padding,
     return _finish(out, bias, d, unbatched)
 
 
+@autocast_policy("lower")
 def conv_transpose1d(input, weight, bias=None, stride=1, padding=0, output_padding=0,
                      groups=1, dilation=1):
     """Transposed 1-d convolution of (N, C_in, L) by (C_in, C_out / groups, k): the
@@ -483,6 +483,7 @@ def conv_transpose1d(input, weight, bias=None, stride=1, padding=0, output_paddi
                            output_padding, groups, dilation)
 
 
+@autocast_policy("lower")
 def conv_transpose2d(input, weight, bias=None, stride=1, padding=0, output_padding=0,
                      groups=1, dilation=1):
     """Transposed 2-d convolution of (N, C_in, H, W) by (C_in, C_out / groups, kH, kW)."""
@@ -490,6 +491,7 @@ def conv_transpose2d(input, weight, bias=None, stride=1, padding=0, output_paddi
                            output_padding, groups, dilation)
 
 
+@autocast_policy("lower")
 def conv_transpose3d(input, weight, bias=None, stride=1, padding=0, output_padding=0,
                      groups=1, dilation=1):
     """Transposed 3-d convolution of (N, C_in, D, H, W) by (C_in, C_out / groups, *k)."""

@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import math
 
+from ..autograd.autocasting import autocast_policy
 from ..autograd.function import Function
 from ..errors import DTypeError, ShapeError
 from ..tensor import Tensor
-from ._util import require_float
+from ._util import check_float
 
 __all__ = ["ctc_loss"]
 
@@ -144,6 +145,7 @@ def _padded_targets(targets: Tensor, target_lengths: list, blank: int, op: str):
     return xp.where(xp.arange(longest) < lengths[:, None], t, blank)
 
 
+@autocast_policy("float32")
 def ctc_loss(log_probs, targets, input_lengths, target_lengths, blank=0, reduction="mean",
              zero_infinity=False):
     """CTC loss of `log_probs` (T, N, C) (log_softmax outputs) or (T, C) against `targets`:
@@ -154,7 +156,7 @@ def ctc_loss(log_probs, targets, input_lengths, target_lengths, blank=0, reducti
     if reduction not in ("none", "mean", "sum"):
         raise ValueError(f"{op}: reduction must be one of 'none', 'mean', 'sum', got "
                          f"{reduction!r}")
-    require_float(log_probs, op)
+    check_float(log_probs, op)
     if not isinstance(targets, Tensor) or targets._data.dtype.kind not in "iu":
         got = targets.dtype if isinstance(targets, Tensor) else type(targets).__name__
         raise DTypeError(f"{op}: targets must be an integer tensor of class indices, got {got}")

@@ -12,12 +12,13 @@ import math
 import numbers
 
 from .. import dtypes
+from ..autograd.autocasting import autocast_policy
 from ..autograd.function import Function
 from ..autograd.grad_mode import STATE
 from ..creation import zeros, zeros_like
 from ..errors import DTypeError
 from ..tensor import Tensor
-from ._util import promote, scalar_tensor, sum_to, tensor_method
+from ._util import check_kind, promote, scalar_tensor, sum_to, tensor_method
 
 __all__ = [
     "add", "sub", "subtract", "mul", "multiply", "div", "divide", "true_divide", "pow",
@@ -29,19 +30,6 @@ __all__ = [
     "clamp", "clip", "minimum", "maximum", "fmin", "fmax", "where", "lerp", "relu", "hypot",
     "xlogy", "addcmul", "addcdiv",
 ]
-
-_VALID = {
-    "f": "floating-point tensors (float16, float32, float64)",
-    "iuf": "integer and floating-point tensors (every dtype but bool)",
-    "biu": "integer and bool tensors (bool, uint8, int8, int16, int32, int64)",
-}
-
-
-def check_kind(t: Tensor, kinds: str, op: str, hint: str = "") -> None:
-    """Raise `DTypeError` naming `op` and `t`'s dtype unless its kind is one of `kinds`."""
-    if t._data.dtype.kind not in kinds:
-        raise DTypeError(f"{op}: not supported for {t.dtype.name} tensors; valid: "
-                         f"{_VALID[kinds]}" + (f"; {hint}" if hint else ""))
 
 
 def _result_dtype(op: str, *operands):
@@ -74,64 +62,264 @@ def _check_divisor(a, b, op: str) -> None:
         raise ZeroDivisionError(f"{op}: integer division by zero")
 
 
-# ---------------------------------------------------------- add, sub, mul, div
-class _Broadcast(Function):
-    """A two-input op whose inputs broadcast against each other.
+# ------------------------------------------------------------ two-input ops
+class _Binary(Function):
+    """A two-input op whose inputs broadcast against each other, built by `_binary`.
 
-    Subclasses write `kernel(a, b)` on arrays and `grads(g, na, nb)`, the gradients at
-    the broadcast shape (None where not needed); backward sums each back to its input.
+    `kernel(xp, a, b)` computes it on arrays; `grads(g, na, nb, *saved)` gives the
+    gradients at the broadcast shape (None where not needed) from the saved inputs (then
+    the output), and backward sums each back to its input's shape. `saves` names the inputs
+    kept for backward, or `keep(na, nb)` picks them per call, so that an op keeps only what
+    the gradients it owes read (an in-place change of another input then stays legal).
     """
+
+    keep = None
+    reads = True  # whether grads takes saved tensors (False: backward skips saved_tensors)
 
     def forward(self, a, b):
         self.shapes = (a.shape, b.shape)
-        return self.kernel(a, b)
+        if self.keep is not None:
+            na, nb = self.needs_input_grad or (False, False)
+            self.saves = self.keep(na, nb)
+        return self.kernel(self.xp, a, b)
 
     def backward(self, g):
         na, nb = self.needs_input_grad
-        ga, gb = self.grads(g, na, nb)
+        ga, gb = self.grads(g, na, nb, *self.saved_tensors) if self.reads else \
+            self.grads(g, na, nb)
         return (sum_to(ga, self.shapes[0]) if na else None,
                 sum_to(gb, self.shapes[1]) if nb else None)
 
 
-class Add(_Broadcast):
-    def kernel(self, a, b):
-        return a + b
+def _binary(name, kernel, grads, doc, *, saves=(0, 1), keep=None, save_output=False,
+            inputs="any", hint="", methods=None, reflected=None, autocast=None):
+    """Build a two-input broadcasting op: its Function (`_Binary`) and its public function,
+    which promotes its operands to PyTorch's result dtype; returns both.
 
-    def grads(self, g, na, nb):
-        return g, g
+    `kernel`, `grads`, `saves` and `keep` are the Function's (see `_Binary`). `inputs` says
+    what integer and bool operands do after promotion: stay as they are ("any"), become the
+    default float dtype ("promote"), or raise with `hint` unless allowed by "numeric"
+    (integers, not bool) or "float" (never). The function is bound as the Tensor methods
+    `methods` (its name when None), `reflected` names the swapped method (`__radd__`), and
+    `autocast` is the Function's autocast policy.
+    """
+    cls = type(name.capitalize(), (_Binary,), {
+        "kernel": staticmethod(kernel), "grads": staticmethod(grads), "__doc__": doc,
+        "saves": saves, "keep": None if keep is None else staticmethod(keep),
+        "save_output": save_output, "reads": bool(saves or keep or save_output),
+        "autocast": autocast,
+    })
+    if inputs == "any":
+        def op(input, other):
+            return cls.apply(*promote(input, other, name))
+    else:
+        kinds = {"numeric": "iuf", "float": "f"}.get(inputs)
+
+        def op(input, other):
+            a, b = promote(input, other, name)
+            if a._data.dtype.kind != "f":
+                if kinds is None:
+                    a, b = _to_float(a), _to_float(b)
+                else:
+                    check_kind(a, kinds, name, hint)
+            return cls.apply(a, b)
+
+    op.__name__ = op.__qualname__ = name
+    op.__doc__ = doc
+    for method in (name,) if methods is None else methods:
+        setattr(Tensor, method, op)
+    if reflected is not None:
+        setattr(Tensor, reflected, lambda self, other: op(other, self))
+    return cls, op
 
 
-class Sub(_Broadcast):
-    def kernel(self, a, b):
-        return a - b
-
-    def grads(self, g, na, nb):
-        return g, (-g if nb else None)
+def _mul_grads(g, na, nb, *saved):
+    # Mul keeps b for a's gradient and a for b's: saved is (a, b), (a,) or (b,)
+    return (g * saved[-1] if na else None), (g * saved[0] if nb else None)
 
 
-class Mul(_Broadcast):
-    def kernel(self, a, b):
-        na, nb = self.needs_input_grad or (False, False)
-        # keep only what backward reads, so an in-place change elsewhere stays legal
-        self.saves = ((0,) if nb else ()) + ((1,) if na else ())
-        return a * b
-
-    def grads(self, g, na, nb):
-        saved = self.saved_tensors
-        return (g * saved[-1] if na else None), (g * saved[0] if nb else None)
+def _div_grads(g, na, nb, *saved):
+    a, b = saved if nb else (None, saved[0])
+    return (g / b if na else None), (-g * a / (b * b) if nb else None)
 
 
-class Div(_Broadcast):
-    def kernel(self, a, b):
-        nb = self.needs_input_grad[1] if self.needs_input_grad else False
-        # the dividend is read only for the divisor's gradient (so `h.div_(2)` stays legal)
-        self.saves = (0, 1) if nb else (1,)
-        return a / b
+def _pow_kernel(xp, a, b):
+    return _int_power(xp, a, b) if a.dtype.kind == "i" else xp.power(a, b)
 
-    def grads(self, g, na, nb):
-        saved = self.saved_tensors
-        a, b = saved if nb else (None, saved[0])
-        return (g / b if na else None), (-g * a / (b * b) if nb else None)
+
+def _pow_grads(g, na, nb, a, b, out):
+    # torch's rule: zero wherever the exponent is 0, even at a zero base
+    ga = where(b == 0, 0.0, g * b * a ** (b - 1)) if na else None
+    # a**b * log(a), defined as 0 for a zero base and a non-negative exponent
+    gb = g * where((a == 0) & (b >= 0), 0.0, out * log(a)) if nb else None
+    return ga, gb
+
+
+def _int_power(xp, a, b):
+    """Signed-integer a**b; a negative exponent gives 1, ±1 or 0 as in torch (NumPy raises)."""
+    negative = b < 0
+    out = xp.power(a, xp.where(negative, 0, b))
+    unit = xp.where(a == -1, 1 - 2 * (b & 1), 0)  # (-1)**b by b's parity, 0 for |a| > 1
+    return xp.where(negative & (a != 1), unit, out).astype(a.dtype, copy=False)
+
+
+def _remainder_kernel(xp, a, b):
+    _check_divisor(a, b, "remainder")
+    return xp.remainder(a, b)
+
+
+def _fmod_kernel(xp, a, b):
+    _check_divisor(a, b, "fmod")
+    return xp.fmod(a, b)
+
+
+def _remainder_grads(g, na, nb, a, b):
+    return g, (-g * div(a, b, rounding_mode="floor") if nb else None)
+
+
+def _fmod_grads(g, na, nb, a, b):
+    return g, (-g * div(a, b, rounding_mode="trunc") if nb else None)
+
+
+def _atan2_grads(g, na, nb, a, b):
+    denom = a * a + b * b
+    scale = g / where(denom == 0, 1.0, denom)  # torch's gradient at the origin is 0
+    return (scale * b if na else None), (-scale * a if nb else None)
+
+
+def _hypot_grads(g, na, nb, a, b, out):
+    return (g * a / out if na else None), (g * b / out if nb else None)
+
+
+def _xlogy_kernel(xp, x, y):
+    return xp.where((x == 0) & ~xp.isnan(y), 0, x * xp.log(y)).astype(x.dtype, copy=False)
+
+
+def _xlogy_grads(g, nx, ny, x, y):
+    # torch's rule: log(y), but 0 where x == 0 and y <= 0
+    return (where((x == 0) & (y <= 0), 0.0, xlogy(g, y)) if nx else None,
+            g * x / y if ny else None)
+
+
+def _extremum_grads(beats):
+    """maximum/minimum: the gradient goes to the winner, halved on ties, whole to both on
+    NaN (torch's rule); `beats(a, b)` says where `a` wins outright."""
+
+    def grads(g, na, nb, a, b):
+        shared = where(a == b, g / 2, g)
+        return (where(beats(b, a), 0.0, shared) if na else None,
+                where(beats(a, b), 0.0, shared) if nb else None)
+
+    return grads
+
+
+def _nan_extremum_grads(keeps):
+    """fmax/fmin: a NaN loses to a number; the whole gradient goes to the picked input (to
+    `a` on ties, as in torch), where `keeps(a, b)` says `a` is picked."""
+
+    def grads(g, na, nb, a, b):
+        picks_a = keeps(a, b) | b.isnan()
+        return where(picks_a, g, 0.0), where(picks_a, 0.0, g)
+
+    return grads
+
+
+# name, kernel, grads, doc, then what differs from _binary's defaults
+Add, _add = _binary("add", lambda xp, a, b: a + b, lambda g, na, nb: (g, g),
+                    "input + other, broadcast, in PyTorch's result dtype.", saves=(),
+                    methods=("__add__",), reflected="__radd__")
+Sub, _sub = _binary("sub", lambda xp, a, b: a - b, lambda g, na, nb: (g, -g if nb else None),
+                    "input - other, broadcast, in PyTorch's result dtype.", saves=(),
+                    inputs="numeric", hint="use ^ or logical_xor() for bool tensors",
+                    methods=("__sub__",), reflected="__rsub__")
+Mul, mul = _binary("mul", lambda xp, a, b: a * b, _mul_grads,
+                   "input * other, broadcast, in PyTorch's result dtype.", saves=(),
+                   keep=lambda na, nb: ((0,) if nb else ()) + ((1,) if na else ()),
+                   methods=("mul", "multiply", "__mul__"), reflected="__rmul__")
+# the dividend is read only for the divisor's gradient (so `h.div_(2)` stays legal)
+Div, _div = _binary("div", lambda xp, a, b: a / b, _div_grads,
+                    "input / other; integers divide to the default float dtype, as in torch.",
+                    saves=(), keep=lambda na, nb: (0, 1) if nb else (1,), inputs="promote",
+                    methods=("__truediv__",), reflected="__rtruediv__")
+Pow, _pow = _binary("pow", _pow_kernel, _pow_grads,
+                    "tensor ** tensor (a Python number on either side arrives as a 0-d "
+                    "tensor).", save_output=True, inputs="numeric", methods=())
+Remainder, remainder = _binary("remainder", _remainder_kernel, _remainder_grads,
+                               "Python's modulus: the result takes the sign of `other`.",
+                               inputs="numeric", methods=("remainder", "__mod__"),
+                               reflected="__rmod__")
+Fmod, fmod = _binary("fmod", _fmod_kernel, _fmod_grads,
+                     "C's modulus: the result takes the sign of `input`.", inputs="numeric")
+Atan2, atan2 = _binary("atan2", lambda xp, a, b: xp.arctan2(a, b), _atan2_grads,
+                       "The angle of the point (other, input), in (-pi, pi]; integers give "
+                       "floats.", inputs="promote", autocast="promote")
+Hypot, hypot = _binary("hypot", lambda xp, a, b: xp.hypot(a, b), _hypot_grads,
+                       "sqrt(input**2 + other**2) without overflow; floating-point tensors "
+                       "only, as in torch.", save_output=True, inputs="float")
+Xlogy, xlogy = _binary("xlogy", _xlogy_kernel, _xlogy_grads,
+                       "input * log(other), and 0 where input == 0 (unless other is NaN).",
+                       inputs="promote")
+Maximum, maximum = _binary("maximum", lambda xp, a, b: xp.maximum(a, b),
+                           _extremum_grads(lambda a, b: a > b),
+                           "The larger of each pair; NaN wins. The gradient is split evenly "
+                           "on ties.")
+Minimum, minimum = _binary("minimum", lambda xp, a, b: xp.minimum(a, b),
+                           _extremum_grads(lambda a, b: a < b),
+                           "The smaller of each pair; NaN wins. The gradient is split evenly "
+                           "on ties.")
+Fmax, fmax = _binary("fmax", lambda xp, a, b: xp.fmax(a, b),
+                     _nan_extremum_grads(lambda a, b: a >= b),
+                     "The larger of each pair, where a NaN loses to a number.")
+Fmin, fmin = _binary("fmin", lambda xp, a, b: xp.fmin(a, b),
+                     _nan_extremum_grads(lambda a, b: a <= b),
+                     "The smaller of each pair, where a NaN loses to a number.")
+multiply, arctan2 = mul, atan2
+
+
+def _scaled(b: Tensor, alpha, op: str) -> Tensor:
+    """alpha * b in b's dtype; a fractional alpha needs a floating b, as in torch."""
+    if b._data.dtype.kind != "f" and isinstance(alpha, float):
+        raise DTypeError(f"{op}: alpha={alpha} is fractional but the operands are "
+                         f"{b.dtype.name}; valid: an integer alpha, or floating-point operands")
+    out = b * alpha
+    return out if out._data.dtype == b._data.dtype else out.to(b.dtype)
+
+
+@tensor_method()
+def add(input, other, *, alpha=1):
+    """input + alpha * other, broadcast, in PyTorch's result dtype."""
+    if alpha == 1:
+        return _add(input, other)
+    a, b = promote(input, other, "add")
+    return Add.apply(a, _scaled(b, alpha, "add"))
+
+
+@tensor_method("sub", "subtract")
+def sub(input, other, *, alpha=1):
+    """input - alpha * other, broadcast, in PyTorch's result dtype."""
+    if alpha == 1:
+        return _sub(input, other)
+    a, b = promote(input, other, "sub")
+    check_kind(a, "iuf", "sub", "use ^ or logical_xor() for bool tensors")
+    return Sub.apply(a, _scaled(b, alpha, "sub"))
+
+
+subtract = sub
+
+
+@tensor_method("div", "divide", "true_divide")
+def div(input, other, *, rounding_mode=None):
+    """input / other; integers divide to the default float dtype, as in torch.
+
+    `rounding_mode="floor"` or `"trunc"` rounds the quotient (and keeps integer dtypes);
+    the gradient of a rounded quotient is zero.
+    """
+    if rounding_mode is not None:
+        return _rounded_div(input, other, rounding_mode, f"div(rounding_mode={rounding_mode!r})")
+    return _div(input, other)
+
+
+divide = true_divide = div
 
 
 class RoundedDiv(Function):
@@ -152,111 +340,12 @@ class RoundedDiv(Function):
                      for shape, needed in zip(self.shapes, self.needs_input_grad, strict=True))
 
 
-def _scaled(b: Tensor, alpha, op: str) -> Tensor:
-    """alpha * b in b's dtype; a fractional alpha needs a floating b, as in torch."""
-    if b._data.dtype.kind != "f" and isinstance(alpha, float):
-        raise DTypeError(f"{op}: alpha={alpha} is fractional but the operands are "
-                         f"{b.dtype.name}; valid: an integer alpha, or floating-point operands")
-    out = b * alpha
-    return out if out._data.dtype == b._data.dtype else out.to(b.dtype)
-
-
-@tensor_method()
-def add(input, other, *, alpha=1):
-    """input + alpha * other, broadcast, in PyTorch's result dtype."""
-    a, b = promote(input, other, "add")
-    if alpha != 1:
-        b = _scaled(b, alpha, "add")
-    return Add.apply(a, b)
-
-
-@tensor_method("__add__")
-def _add(self, other):
-    a, b = promote(self, other, "add")
-    return Add.apply(a, b)
-
-
-@tensor_method("__radd__")
-def _radd(self, other):
-    a, b = promote(other, self, "add")
-    return Add.apply(a, b)
-
-
-def _no_bool_sub(a: Tensor) -> None:
-    if a._data.dtype.kind == "b":
-        raise DTypeError("sub: subtraction of bool tensors is not supported; valid: "
-                         f"{_VALID['iuf']}; use ^ or logical_xor() for bool tensors")
-
-
-@tensor_method("sub", "subtract")
-def sub(input, other, *, alpha=1):
-    """input - alpha * other, broadcast, in PyTorch's result dtype."""
-    a, b = promote(input, other, "sub")
-    _no_bool_sub(a)
-    if alpha != 1:
-        b = _scaled(b, alpha, "sub")
-    return Sub.apply(a, b)
-
-
-subtract = sub
-
-
-@tensor_method("__sub__")
-def _sub(self, other):
-    a, b = promote(self, other, "sub")
-    _no_bool_sub(a)
-    return Sub.apply(a, b)
-
-
-@tensor_method("__rsub__")
-def _rsub(self, other):
-    return _sub(other, self)
-
-
-@tensor_method("mul", "multiply", "__mul__")
-def mul(input, other):
-    """input * other, broadcast, in PyTorch's result dtype."""
-    a, b = promote(input, other, "mul")
-    return Mul.apply(a, b)
-
-
-multiply = mul
-
-
-@tensor_method("__rmul__")
-def _rmul(self, other):
-    return mul(other, self)
-
-
-@tensor_method("div", "divide", "true_divide", "__truediv__")
-def div(input, other, *, rounding_mode=None):
-    """input / other; integers divide to the default float dtype, as in torch.
-
-    `rounding_mode="floor"` or `"trunc"` rounds the quotient (and keeps integer dtypes);
-    the gradient of a rounded quotient is zero.
-    """
-    if rounding_mode is not None:
-        return _rounded_div(input, other, rounding_mode, f"div(rounding_mode={rounding_mode!r})")
-    a, b = promote(input, other, "div")
-    if a._data.dtype.kind != "f":
-        a, b = _to_float(a), _to_float(b)
-    return Div.apply(a, b)
-
-
 def _rounded_div(input, other, mode: str, op: str) -> Tensor:
     if mode not in ("floor", "trunc"):
         raise ValueError(f"div: rounding_mode must be None, 'floor' or 'trunc', got {mode!r}")
     a, b = promote(input, other, op)
     check_kind(a, "iuf", op)
     return RoundedDiv.apply(a, b, mode=mode, op=op)
-
-
-divide = true_divide = div
-
-
-@tensor_method("__rtruediv__")
-def _rtruediv(self, other):
-    return div(other, self)
 
 
 @tensor_method("floor_divide", "__floordiv__")
@@ -271,32 +360,6 @@ def _rfloordiv(self, other):
 
 
 # -------------------------------------------------------------------- pow
-class Pow(_Broadcast):
-    """tensor ** tensor (a Python number on either side arrives as a 0-d tensor)."""
-
-    saves = (0, 1)
-    save_output = True
-
-    def kernel(self, a, b):
-        return _int_power(self.xp, a, b) if a.dtype.kind == "i" else self.xp.power(a, b)
-
-    def grads(self, g, na, nb):
-        a, b, out = self.saved_tensors
-        # torch's rule: zero wherever the exponent is 0, even at a zero base
-        ga = where(b == 0, 0.0, g * b * a ** (b - 1)) if na else None
-        # a**b * log(a), defined as 0 for a zero base and a non-negative exponent
-        gb = g * where((a == 0) & (b >= 0), 0.0, out * log(a)) if nb else None
-        return ga, gb
-
-
-def _int_power(xp, a, b):
-    """Signed-integer a**b; a negative exponent gives 1, ±1 or 0 as in torch (NumPy raises)."""
-    negative = b < 0
-    out = xp.power(a, xp.where(negative, 0, b))
-    unit = xp.where(a == -1, 1 - 2 * (b & 1), 0)  # (-1)**b by b's parity, 0 for |a| > 1
-    return xp.where(negative & (a != 1), unit, out).astype(a.dtype, copy=False)
-
-
 class PowScalar(Function):
     """tensor ** c for a Python number c (the common case, cheaper than a tensor exponent)."""
 
@@ -315,15 +378,14 @@ class PowScalar(Function):
 
 
 @tensor_method("pow", "__pow__")
+@autocast_policy("float32")
 def pow(input, exponent):
     """input ** exponent, broadcast; either may be a tensor or a Python number."""
     if isinstance(input, Tensor) and type(exponent) in (int, float):
         if input._data.dtype.kind != "f":
             input = _integer_base(input, exponent)
         return PowScalar.apply(input, exponent=exponent)
-    a, b = promote(input, exponent, "pow")
-    check_kind(a, "iuf", "pow")
-    return Pow.apply(a, b)
+    return _pow(input, exponent)
 
 
 def _integer_base(input: Tensor, exponent) -> Tensor:
@@ -345,212 +407,6 @@ def _rpow(self, other):
 def square(input):
     """input * input; integers stay integers and bools become int64, as in torch."""
     return pow(input, 2)
-
-
-# ------------------------------------------------------ remainder, fmod, atan2
-class Remainder(_Broadcast):
-    saves = (0, 1)
-
-    def kernel(self, a, b):
-        _check_divisor(a, b, "remainder")
-        return self.xp.remainder(a, b)
-
-    def grads(self, g, na, nb):
-        a, b = self.saved_tensors
-        return g, (-g * div(a, b, rounding_mode="floor") if nb else None)
-
-
-class Fmod(_Broadcast):
-    saves = (0, 1)
-
-    def kernel(self, a, b):
-        _check_divisor(a, b, "fmod")
-        return self.xp.fmod(a, b)
-
-    def grads(self, g, na, nb):
-        a, b = self.saved_tensors
-        return g, (-g * div(a, b, rounding_mode="trunc") if nb else None)
-
-
-@tensor_method("remainder", "__mod__")
-def remainder(input, other):
-    """Python's modulus: the result takes the sign of `other`."""
-    a, b = promote(input, other, "remainder")
-    check_kind(a, "iuf", "remainder")
-    return Remainder.apply(a, b)
-
-
-@tensor_method("__rmod__")
-def _rmod(self, other):
-    return remainder(other, self)
-
-
-@tensor_method()
-def fmod(input, other):
-    """C's modulus: the result takes the sign of `input`."""
-    a, b = promote(input, other, "fmod")
-    check_kind(a, "iuf", "fmod")
-    return Fmod.apply(a, b)
-
-
-class Atan2(_Broadcast):
-    saves = (0, 1)
-
-    def kernel(self, a, b):
-        return self.xp.arctan2(a, b)
-
-    def grads(self, g, na, nb):
-        a, b = self.saved_tensors
-        denom = a * a + b * b
-        scale = g / where(denom == 0, 1.0, denom)  # torch's gradient at the origin is 0
-        return (scale * b if na else None), (-scale * a if nb else None)
-
-
-@tensor_method()
-def atan2(input, other):
-    """The angle of the point (other, input), in (-pi, pi]; integers give floats."""
-    a, b = promote(input, other, "atan2")
-    return Atan2.apply(_to_float(a), _to_float(b))
-
-
-arctan2 = atan2
-
-
-class Hypot(_Broadcast):
-    saves = (0, 1)
-    save_output = True
-
-    def kernel(self, a, b):
-        return self.xp.hypot(a, b)
-
-    def grads(self, g, na, nb):
-        a, b, out = self.saved_tensors
-        return (g * a / out if na else None), (g * b / out if nb else None)
-
-
-@tensor_method()
-def hypot(input, other):
-    """sqrt(input**2 + other**2) without overflow; floating-point tensors only, as in torch."""
-    a, b = promote(input, other, "hypot")
-    check_kind(a, "f", "hypot")
-    return Hypot.apply(a, b)
-
-
-class Xlogy(_Broadcast):
-    saves = (0, 1)
-
-    def kernel(self, x, y):
-        xp = self.xp
-        return xp.where((x == 0) & ~xp.isnan(y), 0, x * xp.log(y)).astype(x.dtype, copy=False)
-
-    def grads(self, g, nx, ny):
-        x, y = self.saved_tensors
-        # torch's rule: log(y), but 0 where x == 0 and y <= 0
-        return (where((x == 0) & (y <= 0), 0.0, xlogy(g, y)) if nx else None,
-                g * x / y if ny else None)
-
-
-@tensor_method()
-def xlogy(input, other):
-    """input * log(other), and 0 where input == 0 (unless other is NaN)."""
-    x, y = promote(input, other, "xlogy")
-    return Xlogy.apply(_to_float(x), _to_float(y))
-
-
-# ------------------------------------------------------- maximum, minimum, ...
-class _Extremum(_Broadcast):
-    """maximum/minimum: the gradient goes to the winner, halved on ties, whole to both on
-    NaN (torch's rule); `beats(a, b)` says where `a` wins outright."""
-
-    saves = (0, 1)
-
-    def kernel(self, a, b):
-        return self.pick(self.xp, a, b)
-
-    def grads(self, g, na, nb):
-        a, b = self.saved_tensors
-        shared = where(a == b, g / 2, g)
-        return (where(self.beats(b, a), 0.0, shared) if na else None,
-                where(self.beats(a, b), 0.0, shared) if nb else None)
-
-
-class Maximum(_Extremum):
-    @staticmethod
-    def pick(xp, a, b):
-        return xp.maximum(a, b)
-
-    @staticmethod
-    def beats(a, b):
-        return a > b
-
-
-class Minimum(_Extremum):
-    @staticmethod
-    def pick(xp, a, b):
-        return xp.minimum(a, b)
-
-    @staticmethod
-    def beats(a, b):
-        return a < b
-
-
-class _NanExtremum(_Broadcast):
-    """fmax/fmin: a NaN loses to a number; the whole gradient goes to the picked input
-    (to `a` on ties, as in torch)."""
-
-    saves = (0, 1)
-
-    def kernel(self, a, b):
-        return self.pick(self.xp, a, b)
-
-    def grads(self, g, na, nb):
-        a, b = self.saved_tensors
-        picks_a = self.keeps(a, b) | b.isnan()
-        return where(picks_a, g, 0.0), where(picks_a, 0.0, g)
-
-
-class Fmax(_NanExtremum):
-    @staticmethod
-    def pick(xp, a, b):
-        return xp.fmax(a, b)
-
-    @staticmethod
-    def keeps(a, b):
-        return a >= b
-
-
-class Fmin(_NanExtremum):
-    @staticmethod
-    def pick(xp, a, b):
-        return xp.fmin(a, b)
-
-    @staticmethod
-    def keeps(a, b):
-        return a <= b
-
-
-@tensor_method()
-def maximum(input, other):
-    """The larger of each pair; NaN wins. The gradient is split evenly on ties."""
-    return Maximum.apply(*promote(input, other, "maximum"))
-
-
-@tensor_method()
-def minimum(input, other):
-    """The smaller of each pair; NaN wins. The gradient is split evenly on ties."""
-    return Minimum.apply(*promote(input, other, "minimum"))
-
-
-@tensor_method()
-def fmax(input, other):
-    """The larger of each pair, where a NaN loses to a number."""
-    return Fmax.apply(*promote(input, other, "fmax"))
-
-
-@tensor_method()
-def fmin(input, other):
-    """The smaller of each pair, where a NaN loses to a number."""
-    return Fmin.apply(*promote(input, other, "fmin"))
 
 
 # --------------------------------------------------------------- clamp, where
@@ -683,6 +539,7 @@ def _checked_value(value, operands, op: str) -> None:
 
 
 @tensor_method()
+@autocast_policy("promote")
 def addcmul(input, tensor1, tensor2, *, value=1):
     """input + value * tensor1 * tensor2, broadcast."""
     _checked_value(value, (input, tensor1, tensor2), "addcmul")
@@ -691,6 +548,7 @@ def addcmul(input, tensor1, tensor2, *, value=1):
 
 
 @tensor_method()
+@autocast_policy("promote")
 def addcdiv(input, tensor1, tensor2, *, value=1):
     """input + value * tensor1 / tensor2, broadcast; tensor1 / tensor2 may not both be
     integers (torch refuses the historic integer division)."""
@@ -721,20 +579,21 @@ class _BackendUnary(_Unary):
         return getattr(self.device.backend, self.kernel)(x)
 
 
-def _unary(name, kernel, grad, doc, *, uses="x", inputs="promote"):
+def _unary(name, kernel, grad, doc, *, uses="x", inputs="promote", autocast=None):
     """Build a one-input op and bind it as a Tensor method.
 
     `kernel(xp, x)` computes it on arrays (a string names a `Backend` method instead).
     `grad(g, t)` returns the input's gradient, where `t` is the saved input (uses="x"),
     the output (uses="y") or nothing (uses=None). `inputs` says what integer and bool
     tensors do: "promote" to the default float dtype, or raise unless allowed by "float"
-    (never) or "numeric" (integers).
+    (never) or "numeric" (integers). `autocast` is the op's autocast policy.
     """
     on_backend = isinstance(kernel, str)
     cls = type(name.capitalize(), (_BackendUnary if on_backend else _Unary,), {
         "kernel": kernel if on_backend else staticmethod(kernel),
         "grad": staticmethod(grad), "__doc__": doc,
         "saves": (0,) if uses == "x" else (), "save_output": uses == "y",
+        "autocast": autocast,
     })
     kinds = {"float": "f", "numeric": "iuf"}.get(inputs)
 
@@ -762,38 +621,39 @@ def _sigmoid_kernel(xp, x):
 
 
 exp = _unary("exp", lambda xp, x: xp.exp(x), lambda g, y: g * y,
-             "e ** input, elementwise.", uses="y")
+             "e ** input, elementwise.", uses="y", autocast="float32")
 exp2 = _unary("exp2", lambda xp, x: xp.exp2(x), lambda g, y: g * y * _LN2,
               "2 ** input, elementwise.", uses="y")
 expm1 = _unary("expm1", lambda xp, x: xp.expm1(x), lambda g, y: g * (y + 1),
-               "exp(input) - 1, accurate near 0.", uses="y")
+               "exp(input) - 1, accurate near 0.", uses="y", autocast="float32")
 log = _unary("log", lambda xp, x: xp.log(x), lambda g, x: g / x,
-             "Natural logarithm; -inf at 0 and NaN below.")
+             "Natural logarithm; -inf at 0 and NaN below.", autocast="float32")
 log2 = _unary("log2", lambda xp, x: xp.log2(x), lambda g, x: g / (x * _LN2),
-              "Base-2 logarithm.")
+              "Base-2 logarithm.", autocast="float32")
 log10 = _unary("log10", lambda xp, x: xp.log10(x), lambda g, x: g / (x * _LN10),
-               "Base-10 logarithm.")
+               "Base-10 logarithm.", autocast="float32")
 log1p = _unary("log1p", lambda xp, x: xp.log1p(x), lambda g, x: g / (x + 1),
-               "log(1 + input), accurate near 0.")
+               "log(1 + input), accurate near 0.", autocast="float32")
 sqrt = _unary("sqrt", lambda xp, x: xp.sqrt(x), lambda g, y: g / (2 * y),
               "Square root; NaN below 0.", uses="y")
 rsqrt = _unary("rsqrt", lambda xp, x: 1 / xp.sqrt(x), lambda g, y: -0.5 * g * y * y * y,
-               "1 / sqrt(input).", uses="y")
+               "1 / sqrt(input).", uses="y", autocast="float32")
 reciprocal = _unary("reciprocal", lambda xp, x: 1 / x, lambda g, y: -g * (y * y),
-                    "1 / input; integers give floats.", uses="y")
+                    "1 / input; integers give floats.", uses="y", autocast="float32")
 sin = _unary("sin", lambda xp, x: xp.sin(x), lambda g, x: g * cos(x), "Sine (radians).")
 cos = _unary("cos", lambda xp, x: xp.cos(x), lambda g, x: g * -sin(x), "Cosine (radians).")
 tan = _unary("tan", lambda xp, x: xp.tan(x), lambda g, y: g * (1 + y * y),
-             "Tangent (radians).", uses="y")
+             "Tangent (radians).", uses="y", autocast="float32")
 asin = _unary("asin", lambda xp, x: xp.arcsin(x), lambda g, x: g * rsqrt(1 - x * x),
-              "Inverse sine, in [-pi/2, pi/2]; NaN outside [-1, 1].")
+              "Inverse sine, in [-pi/2, pi/2]; NaN outside [-1, 1].", autocast="float32")
 acos = _unary("acos", lambda xp, x: xp.arccos(x), lambda g, x: -g * rsqrt(1 - x * x),
-              "Inverse cosine, in [0, pi]; NaN outside [-1, 1].")
+              "Inverse cosine, in [0, pi]; NaN outside [-1, 1].", autocast="float32")
 atan = _unary("atan", lambda xp, x: xp.arctan(x), lambda g, x: g / (x * x + 1),
               "Inverse tangent, in (-pi/2, pi/2).")
-sinh = _unary("sinh", lambda xp, x: xp.sinh(x), lambda g, x: g * cosh(x), "Hyperbolic sine.")
+sinh = _unary("sinh", lambda xp, x: xp.sinh(x), lambda g, x: g * cosh(x), "Hyperbolic sine.",
+              autocast="float32")
 cosh = _unary("cosh", lambda xp, x: xp.cosh(x), lambda g, x: g * sinh(x),
-              "Hyperbolic cosine.")
+              "Hyperbolic cosine.", autocast="float32")
 tanh = _unary("tanh", lambda xp, x: xp.tanh(x), lambda g, y: g * (1 - y * y),
               "Hyperbolic tangent.", uses="y")
 asinh = _unary("asinh", lambda xp, x: xp.arcsinh(x), lambda g, x: g * rsqrt(x * x + 1),
@@ -815,7 +675,8 @@ erfc = _unary("erfc", "erfc",
               "1 - erf(input), accurate where erf is close to 1.")
 erfinv = _unary("erfinv", "erfinv",
                 lambda g, y: g * (math.sqrt(math.pi) / 2 * exp(y * y)),
-                "The inverse error function: ±inf at ±1, NaN outside [-1, 1].", uses="y")
+                "The inverse error function: ±inf at ±1, NaN outside [-1, 1].", uses="y",
+                autocast="float32")
 frac = _unary("frac", lambda xp, x: x - xp.trunc(x), lambda g: g,
               "input - trunc(input), with the sign of input.", uses=None, inputs="float")
 abs = _unary("abs", lambda xp, x: xp.abs(x), lambda g, x: g * sign(x),

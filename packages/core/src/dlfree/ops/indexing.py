@@ -13,6 +13,7 @@ import numbers
 from typing import NamedTuple
 
 from .. import dtypes
+from ..autograd.autocasting import autocast_policy
 from ..autograd.function import Function
 from ..errors import AutogradError, DTypeError, ShapeError
 from ..tensor import Tensor
@@ -234,6 +235,7 @@ def _getitem(self, index) -> Tensor:
 
 
 @tensor_method()
+@autocast_policy("promote")
 def index_put(input, indices, values, accumulate: bool = False) -> Tensor:
     """A copy of `input` with `input[indices] = values` (or `+=` with `accumulate`, which
     sums repeated indices); `values` broadcast to the indexed shape, and `indices` is
@@ -328,6 +330,7 @@ def scatter(input, dim: int, index, src=None, *, value=None, reduce=None) -> Ten
 
 
 @tensor_method()
+@autocast_policy("promote")
 def scatter_add(input, dim: int, index, src) -> Tensor:
     """A copy of `input` with `src` added at `index` along `dim`; repeats accumulate."""
     key = _along(input, dim, index, (("src", src),), "scatter_add")

@@ -13,6 +13,7 @@ from __future__ import annotations
 import numbers
 
 from .. import dtypes
+from ..autograd.autocasting import autocast_policy
 from ..autograd.function import Function
 from ..autograd.grad_mode import STATE
 from ..errors import AutogradError, DTypeError, ShapeError
@@ -123,6 +124,7 @@ def commit(t: Tensor, new: Tensor, op: str) -> Tensor:
     return t
 
 
+@autocast_policy(None)  # an in-place op keeps its tensor's dtype: torch never autocasts one
 def apply_inplace(t: Tensor, compute, args, op: str) -> Tensor:
     """Run `compute(alias_of_t)` out of place and commit it into `t`."""
     if _records(t, args):

@@ -7,12 +7,12 @@ import numbers
 import string
 
 from .. import dtypes
-from ..amp.casts import AUTOCAST, to_autocast_dtype, to_float32
+from ..autograd.autocasting import autocast_policy
 from ..autograd.function import Function
 from ..autograd.grad_mode import STATE
 from ..errors import AutogradError, DTypeError, ShapeError
 from ..tensor import Tensor
-from ._util import normalize_dim, promote, require_float, sum_array_to, sum_to, tensor_method
+from ._util import check_float, normalize_dim, promote, sum_array_to, sum_to, tensor_method
 from .reduction import amax, amin, vector_norm
 
 __all__ = ["matmul", "mm", "bmm", "dot", "outer", "ger", "einsum", "tensordot", "norm"]
@@ -84,8 +84,6 @@ def _rows(array):
 
 
 def _matmul(input, other, op: str) -> Tensor:
-    if AUTOCAST.on:
-        input, other = to_autocast_dtype(input, other)
     a, b = promote(input, other, op)
     if a.ndim == 0 or b.ndim == 0:
         raise ShapeError(f"{op}: both arguments need at least 1 dimension, got shapes "
@@ -106,6 +104,7 @@ def _matmul(input, other, op: str) -> Tensor:
 
 
 @tensor_method("matmul", "__matmul__")
+@autocast_policy("lower")
 def matmul(input, other) -> Tensor:
     """Matrix product with broadcasting over batch dimensions (PyTorch's torch.matmul)."""
     return _matmul(input, other, "matmul")
@@ -117,6 +116,7 @@ def _rmatmul(self, other) -> Tensor:
 
 
 @tensor_method()
+@autocast_policy("lower")
 def mm(input, mat2) -> Tensor:
     """Product of two matrices, (n, k) @ (k, m); no broadcasting."""
     if input.ndim != 2 or mat2.ndim != 2:
@@ -126,6 +126,7 @@ def mm(input, mat2) -> Tensor:
 
 
 @tensor_method()
+@autocast_policy("lower")
 def bmm(input, mat2) -> Tensor:
     """Batched matrix product, (b, n, k) @ (b, k, m); no broadcasting."""
     if input.ndim != 3 or mat2.ndim != 3 or input.shape[0] != mat2.shape[0]:
@@ -136,6 +137,7 @@ def bmm(input, mat2) -> Tensor:
 
 
 @tensor_method()
+@autocast_policy("promote")
 def dot(input, other) -> Tensor:
     """Inner product of two 1-D tensors of the same size and dtype."""
     if input.ndim != 1 or other.ndim != 1 or input.shape != other.shape:
@@ -265,6 +267,7 @@ class Einsum(Function):
         return (grad.sum(summed, keepdim=True) if summed else grad).expand(shape)
 
 
+@autocast_policy("lower")
 def einsum(equation: str, *operands) -> Tensor:
     """Einstein summation as in torch.einsum / numpy.einsum: repeated letters are summed,
     '...' broadcasts, a letter repeated in one operand takes its diagonal."""
@@ -276,6 +279,7 @@ def einsum(equation: str, *operands) -> Tensor:
     return Einsum.apply(*operands, subs=subs, out=out, sizes=sizes)
 
 
+@autocast_policy("promote")
 def tensordot(a, b, dims=2) -> Tensor:
     """Contract the last `dims` dims of `a` with the first of `b`, or the dims listed as
     ([dims of a], [dims of b])."""
@@ -322,14 +326,13 @@ class SingularValues(Function):
         return ((u * g.unsqueeze(-2)) @ vh,)
 
 
+@autocast_policy("float32", dtype_arg="dtype")
 def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim: bool = False, *, dtype=None) -> Tensor:
     """Matrix norm over the two dims `dim`: 'fro', 'nuc', 1, -1, 2, -2, inf or -inf."""
     op = "linalg.matrix_norm"
-    if AUTOCAST.on and dtype is None:
-        A = to_float32(A)
     if dtype is not None:
         A = A.to(dtype)
-    require_float(A, op)
+    check_float(A, op)
     if A.ndim < 2 or len(dim) != 2:
         raise ShapeError(f"{op}: needs a tensor with at least 2 dims and 2 dims to reduce, got "
                          f"shape {tuple(A.shape)} and dim={dim}")
@@ -356,6 +359,7 @@ def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim: bool = False, *, dtype=None
 
 
 @tensor_method()
+@autocast_policy("float32", dtype_arg="dtype")
 def norm(input, p="fro", dim=None, keepdim: bool = False, dtype=None) -> Tensor:
     """torch.norm: a vector p-norm over `dim` ('fro' is the 2-norm); 'nuc' is a matrix norm."""
     if isinstance(p, str):

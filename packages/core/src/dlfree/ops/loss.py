@@ -10,12 +10,12 @@ from __future__ import annotations
 import math
 import warnings
 
-from ..amp.casts import AUTOCAST, to_float32
+from ..autograd.autocasting import autocast_policy
 from ..autograd.function import Function
 from ..autograd.grad_mode import STATE
 from ..errors import DeviceError, DTypeError, ShapeError
 from ..tensor import Tensor
-from ._util import require_float
+from ._util import check_float
 from .ctc import ctc_loss
 from .elementwise import logsigmoid, minimum, where, xlogy
 from .indexing import Index, IndexBackward
@@ -59,15 +59,9 @@ def _constant(array, like: Tensor) -> Tensor:
     return Tensor._make(array, like._device)
 
 
-def _float_input(input: Tensor, op: str) -> None:
-    if not isinstance(input, Tensor):
-        raise DTypeError(f"{op}: input must be a Tensor, got {type(input).__name__}")
-    require_float(input, op)
-
-
 def _same_size(input: Tensor, target: Tensor, op: str) -> None:
     """Warn like torch when the target broadcasts against the input; fail if it cannot."""
-    _float_input(input, op)
+    check_float(input, op)
     if input.shape == target.shape:
         return
     try:
@@ -83,7 +77,7 @@ def _same_size(input: Tensor, target: Tensor, op: str) -> None:
 
 
 def _require_same_shape(input: Tensor, target: Tensor, op: str) -> None:
-    _float_input(input, op)
+    check_float(input, op)
     if input.shape != target.shape:
         raise ShapeError(f"{op}: target of shape {tuple(target.shape)} must have the same shape "
                          f"as the input {tuple(input.shape)}")
@@ -104,30 +98,27 @@ def _weighted(loss: Tensor, weight, input: Tensor, reduction: str, op: str,
 
 
 # ------------------------------------------------------------ regression losses
+@autocast_policy("float32")
 def mse_loss(input, target, size_average=None, reduce=None, reduction="mean", weight=None):
     """(input - target)^2; `weight` (input's shape) scales each term, and 'mean' then
     divides by its sum."""
-    if AUTOCAST.on:
-        input, target, weight = to_float32(input, target, weight)
     reduction = _reduction(reduction, "mse_loss", size_average, reduce)
     _same_size(input, target, "mse_loss")
     diff = input - target
     return _weighted(diff * diff, weight, input, reduction, "mse_loss", True)
 
 
+@autocast_policy("float32")
 def l1_loss(input, target, size_average=None, reduce=None, reduction="mean", weight=None):
     """|input - target|; `weight` as in mse_loss."""
-    if AUTOCAST.on:
-        input, target, weight = to_float32(input, target, weight)
     reduction = _reduction(reduction, "l1_loss", size_average, reduce)
     _same_size(input, target, "l1_loss")
     return _weighted((input - target).abs(), weight, input, reduction, "l1_loss", True)
 
 
+@autocast_policy("float32")
 def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mean", beta=1.0):
     """0.5 d^2 / beta where |d| < beta, else |d| - 0.5 beta (d = input - target)."""
-    if AUTOCAST.on:
-        input, target = to_float32(input, target)
     reduction = _reduction(reduction, "smooth_l1_loss", size_average, reduce)
     if beta < 0:
         raise ValueError(f"smooth_l1_loss: beta must be non-negative, got {beta}")
@@ -139,10 +130,9 @@ def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mea
     return _reduce(where(size < beta, diff * diff * (0.5 / beta), size - 0.5 * beta), reduction)
 
 
+@autocast_policy("float32")
 def huber_loss(input, target, reduction="mean", delta=1.0, weight=None):
     """0.5 d^2 where |d| < delta, else delta (|d| - 0.5 delta); `weight` scales each term."""
-    if AUTOCAST.on:
-        input, target, weight = to_float32(input, target, weight)
     reduction = _reduction(reduction, "huber_loss")
     if delta <= 0:
         raise ValueError(f"huber_loss: delta must be positive, got {delta}")
@@ -153,14 +143,13 @@ def huber_loss(input, target, reduction="mean", delta=1.0, weight=None):
     return _weighted(loss, weight, input, reduction, "huber_loss", False)
 
 
+@autocast_policy("float32")
 def poisson_nll_loss(input, target, log_input=True, full=False, size_average=None, eps=1e-8,
                      reduce=None, reduction="mean"):
     """Negative log-likelihood of a Poisson target: exp(input) - target * input (or with
     `log_input=False`, input - target * log(input + eps)); `full` adds Stirling's term."""
-    if AUTOCAST.on:
-        input, target = to_float32(input, target)
     reduction = _reduction(reduction, "poisson_nll_loss", size_average, reduce)
-    _float_input(input, "poisson_nll_loss")
+    check_float(input, "poisson_nll_loss")
     loss = input.exp() - target * input if log_input else \
         input - target * (input + eps).log()
     if full:
@@ -170,14 +159,13 @@ def poisson_nll_loss(input, target, log_input=True, full=False, size_average=Non
     return _reduce(loss, reduction)
 
 
+@autocast_policy("float32")
 def gaussian_nll_loss(input, target, var, full=False, eps=1e-6, reduction="mean"):
     """0.5 (log var + (input - target)^2 / var), with var clamped to at least `eps`; `var`
     has the input's shape, or one dim of size 1 (or missing last dim) for shared variance."""
-    if AUTOCAST.on:
-        input, target, var = to_float32(input, target, var)
     op = "gaussian_nll_loss"
     reduction = _reduction(reduction, op)
-    _float_input(input, op)
+    check_float(input, op)
     if not isinstance(var, Tensor):
         if var < 0:
             raise ValueError(f"{op}: var must be non-negative, got {var}")
@@ -201,15 +189,14 @@ def gaussian_nll_loss(input, target, var, full=False, eps=1e-6, reduction="mean"
     return _reduce(loss, reduction)
 
 
+@autocast_policy("float32")
 def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_target=False):
     """KL(target || exp(input)) pointwise: target * (log target - input); `input` holds
     log-probabilities, and `target` too with `log_target`. 'batchmean' divides the sum by
     the batch size (the true KL divergence); 'mean' divides by every element, as torch."""
-    if AUTOCAST.on:
-        input, target = to_float32(input, target)
     op = "kl_div"
     reduction = _reduction(reduction, op, size_average, reduce, _REDUCTIONS + ("batchmean",))
-    _float_input(input, op)
+    check_float(input, op)
     if reduction == "mean" and size_average is None and reduce is None:
         warnings.warn("kl_div: reduction='mean' divides the total loss by both the batch size "
                       "and the support size; 'batchmean' divides only by the batch size, and "
@@ -241,12 +228,11 @@ class BinaryCrossEntropy(Function):
         return gx, gt
 
 
+@autocast_policy("float32")
 def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=None,
                          reduction="mean"):
     """-w (t log x + (1 - t) log(1 - x)) for probabilities x in [0, 1]; the logs are clamped
     at -100, so x = 0 or 1 gives a finite loss, as in torch."""
-    if AUTOCAST.on:
-        input, target, weight = to_float32(input, target, weight)
     op = "binary_cross_entropy"
     reduction = _reduction(reduction, op, size_average, reduce)
     _require_same_shape(input, target, op)
@@ -261,12 +247,11 @@ def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=N
     return _reduce(loss, reduction)
 
 
+@autocast_policy("float32")
 def binary_cross_entropy_with_logits(input, target, weight=None, size_average=None,
                                      reduce=None, reduction="mean", pos_weight=None):
     """binary_cross_entropy(sigmoid(input), target), computed stably from the logits;
     `pos_weight` (broadcast along the last dim) scales the positive term."""
-    if AUTOCAST.on:
-        input, target, weight, pos_weight = to_float32(input, target, weight, pos_weight)
     op = "binary_cross_entropy_with_logits"
     reduction = _reduction(reduction, op, size_average, reduce)
     _require_same_shape(input, target, op)
@@ -283,7 +268,7 @@ def binary_cross_entropy_with_logits(input, target, weight=None, size_average=No
 def _class_targets(input, target, op: str) -> tuple:
     """`input` (N, C, d1, ...) or (C,) and class-index `target` (N, d1, ...) or (), checked;
     returned with a batch dim added to an unbatched pair, and whether one was."""
-    _float_input(input, op)
+    check_float(input, op)
     if not isinstance(target, Tensor) or target._data.dtype.kind not in "iu":
         got = target.dtype if isinstance(target, Tensor) else type(target).__name__
         raise DTypeError(f"{op}: target must hold class indices (an int64 tensor), got {got}; "
@@ -501,14 +486,13 @@ def _along_classes(weight, like):
     return weight.reshape((1, -1) + (1,) * (like.ndim - 2))
 
 
+@autocast_policy("float32")
 def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-100, reduce=None,
                   reduction="mean", label_smoothing=0.0):
     """Softmax cross-entropy of logits `input` (N, C, d1, ...) or (C,) against class indices
     (N, d1, ...) or class probabilities (the input's shape). `weight` rescales classes,
     `ignore_index` skips positions, `label_smoothing` mixes in the uniform distribution.
     With indices, 'mean' divides by the summed weight of the counted positions."""
-    if AUTOCAST.on:
-        input, target, weight = to_float32(input, target, weight)
     op = "cross_entropy"
     reduction = _reduction(reduction, op, size_average, reduce)
     if not 0.0 <= label_smoothing <= 1.0:
@@ -529,12 +513,11 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
     return out.reshape(()) if unbatched and reduction == "none" else out
 
 
+@autocast_policy("float32")
 def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, reduce=None,
              reduction="mean"):
     """-input[target] * weight[target] for log-probabilities `input` (N, C, d1, ...) or (C,);
     'mean' divides by the summed weight of the positions not equal to `ignore_index`."""
-    if AUTOCAST.on:
-        input, target, weight = to_float32(input, target, weight)
     op = "nll_loss"
     reduction = _reduction(reduction, op, size_average, reduce)
     x, t, unbatched = _class_targets(input, target, op)
@@ -543,12 +526,11 @@ def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, r
     return out.reshape(()) if unbatched and reduction == "none" else out
 
 
+@autocast_policy("float32")
 def multi_margin_loss(input, target, p=1, margin=1.0, weight=None, size_average=None,
                       reduce=None, reduction="mean"):
     """Multi-class hinge loss: sum over classes j != y of max(0, margin - x[y] + x[j])^p,
     times weight[y], divided by the number of classes; p is 1 or 2."""
-    if AUTOCAST.on:
-        input, target, weight = to_float32(input, target, weight)
     op = "multi_margin_loss"
     reduction = _reduction(reduction, op, size_average, reduce)
     if p not in (1, 2):
@@ -567,15 +549,14 @@ def multi_margin_loss(input, target, p=1, margin=1.0, weight=None, size_average=
     return _reduce(loss.reshape(()) if unbatched else loss, reduction)
 
 
+@autocast_policy("float32")
 def multilabel_soft_margin_loss(input, target, weight=None, size_average=None, reduce=None,
                                 reduction="mean"):
     """Per-class logistic loss averaged over the classes (last dim): -(y log sigmoid(x) +
     (1 - y) log sigmoid(-x)), `weight` rescaling the classes."""
-    if AUTOCAST.on:
-        input, target, weight = to_float32(input, target, weight)
     op = "multilabel_soft_margin_loss"
     reduction = _reduction(reduction, op, size_average, reduce)
-    _float_input(input, op)
+    check_float(input, op)
     loss = -(target * logsigmoid(input) + (1 - target) * logsigmoid(-input))
     if weight is not None:
         loss = loss * weight
@@ -590,15 +571,14 @@ def _same_ndim(op: str, **tensors) -> None:
                          f"{shapes}")
 
 
+@autocast_policy("float32")
 def cosine_embedding_loss(input1, input2, target, margin=0.0, size_average=None, reduce=None,
                           reduction="mean"):
     """1 - cos(x1, x2) where target == 1, max(0, cos(x1, x2) - margin) where target == -1;
     inputs (N, D) with target (N,), or (D,) with a 0-d target."""
-    if AUTOCAST.on:
-        input1, input2, target = to_float32(input1, input2, target)
     op = "cosine_embedding_loss"
     reduction = _reduction(reduction, op, size_average, reduce)
-    _float_input(input1, op)
+    check_float(input1, op)
     if input1.shape != input2.shape or input1.ndim not in (1, 2) or \
             tuple(target.shape) != tuple(input1.shape[:-1]):
         raise ShapeError(f"{op}: expected inputs of one shape (N, D) with target (N,), or (D,) "
@@ -613,42 +593,39 @@ def cosine_embedding_loss(input1, input2, target, margin=0.0, size_average=None,
     return _reduce(loss, reduction)
 
 
+@autocast_policy("float32")
 def margin_ranking_loss(input1, input2, target, margin=0.0, size_average=None, reduce=None,
                         reduction="mean"):
     """max(0, -target * (input1 - input2) + margin), target being 1 or -1."""
-    if AUTOCAST.on:
-        input1, input2, target = to_float32(input1, input2, target)
     op = "margin_ranking_loss"
     reduction = _reduction(reduction, op, size_average, reduce)
-    _float_input(input1, op)
+    check_float(input1, op)
     _same_ndim(op, input1=input1, input2=input2, target=target)
     return _reduce((margin - target * (input1 - input2)).clamp(min=0), reduction)
 
 
+@autocast_policy("float32")
 def hinge_embedding_loss(input, target, margin=1.0, size_average=None, reduce=None,
                          reduction="mean"):
     """input where target == 1, max(0, margin - input) where target == -1."""
-    if AUTOCAST.on:
-        input, target = to_float32(input, target)
     op = "hinge_embedding_loss"
     reduction = _reduction(reduction, op, size_average, reduce)
-    _float_input(input, op)
+    check_float(input, op)
     loss = where(target != 1, (margin - input).clamp(min=0), 0.0) + \
         where(target != -1, input, 0.0)
     return _reduce(loss, reduction)
 
 
+@autocast_policy("float32")
 def triplet_margin_loss(anchor, positive, negative, margin=1.0, p=2, eps=1e-6, swap=False,
                         size_average=None, reduce=None, reduction="mean"):
     """max(0, margin + d(anchor, positive) - d(anchor, negative)) with the p-norm distance
     over the last dim; `swap` uses d(positive, negative) when it is smaller."""
-    if AUTOCAST.on:
-        anchor, positive, negative = to_float32(anchor, positive, negative)
     op = "triplet_margin_loss"
     reduction = _reduction(reduction, op, size_average, reduce)
     if margin <= 0:
         raise ValueError(f"{op}: margin must be greater than 0, got {margin}")
-    _float_input(anchor, op)
+    check_float(anchor, op)
     _same_ndim(op, anchor=anchor, positive=positive, negative=negative)
 
     def distance(a, b):

@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 import numbers
 
-from ..amp.casts import AUTOCAST, to_float32
+from ..autograd.autocasting import autocast_policy
 from ..autograd.function import Function
 from ..autograd.grad_mode import STATE, no_grad
 from ..errors import ShapeError
@@ -274,6 +274,8 @@ def _update_running(running: Tensor | None, batch_value, momentum: float) -> Non
 
 
 # ------------------------------------------------------------------- batch norm
+# the running statistics are updated in place: autocast never casts them
+@autocast_policy("float32", exclude=("running_mean", "running_var"))
 def batch_norm(input: Tensor, running_mean: Tensor | None, running_var: Tensor | None,
                weight: Tensor | None = None, bias: Tensor | None = None, training: bool = False,
                momentum: float = 0.1, eps: float = 1e-5) -> Tensor:
@@ -284,8 +286,6 @@ def batch_norm(input: Tensor, running_mean: Tensor | None, running_var: Tensor |
     Otherwise the running statistics normalise.
     """
     op = "batch_norm"
-    if AUTOCAST.on:  # the running statistics are updated in place: never cast
-        input, weight, bias = to_float32(input, weight, bias)
     c = _check_channels(input, op)
     for name, t in (("running_mean", running_mean), ("running_var", running_var),
                     ("weight", weight), ("bias", bias)):
@@ -331,12 +331,11 @@ def _normalized_dims(input: Tensor, normalized_shape, op: str) -> tuple:
     return shape, tuple(range(input.ndim - k, input.ndim))
 
 
+@autocast_policy("float32")
 def layer_norm(input: Tensor, normalized_shape, weight: Tensor | None = None,
                bias: Tensor | None = None, eps: float = 1e-5) -> Tensor:
     """Normalise over the last dims (`normalized_shape`), each sample on its own."""
     op = "layer_norm"
-    if AUTOCAST.on:
-        input, weight, bias = to_float32(input, weight, bias)
     shape, dims = _normalized_dims(input, normalized_shape, op)
     _check_param(weight, "weight", shape, op, "normalized_shape")
     _check_param(bias, "bias", shape, op, "normalized_shape")
@@ -348,6 +347,7 @@ def layer_norm(input: Tensor, normalized_shape, weight: Tensor | None = None,
                       eps=eps, centered=centered)
 
 
+@autocast_policy("float32")
 def rms_norm(input: Tensor, normalized_shape, weight: Tensor | None = None,
              eps: float | None = None) -> Tensor:
     """x / sqrt(mean(x**2) + eps) over the last dims (`normalized_shape`), times `weight`;
@@ -362,12 +362,11 @@ def rms_norm(input: Tensor, normalized_shape, weight: Tensor | None = None,
 
 
 # ------------------------------------------------------------ group and instance
+@autocast_policy("float32")
 def group_norm(input: Tensor, num_groups: int, weight: Tensor | None = None,
                bias: Tensor | None = None, eps: float = 1e-5) -> Tensor:
     """Normalise each group of C / num_groups channels of an (N, C, *) input per sample."""
     op = "group_norm"
-    if AUTOCAST.on:
-        input, weight, bias = to_float32(input, weight, bias)
     c = _check_channels(input, op)
     if num_groups <= 0 or c % num_groups:
         raise ShapeError(f"{op}: the {c} channels of input {tuple(input.shape)} are not "
@@ -436,6 +435,7 @@ def local_response_norm(input: Tensor, size: int, alpha: float = 1e-4, beta: flo
     return input / (summed * (alpha / size) + k) ** beta
 
 
+@autocast_policy("float32", exclude=("out",))
 def normalize(input: Tensor, p: float = 2.0, dim: int = 1, eps: float = 1e-12,
               out: Tensor | None = None) -> Tensor:
     """x divided by its p-norm along `dim`, the norm clamped below at `eps`."""

@@ -9,12 +9,12 @@ import warnings
 from collections import namedtuple
 
 from .. import dtypes
-from ..amp.casts import AUTOCAST, to_float32
+from ..autograd.autocasting import autocast_policy
 from ..autograd.function import Function
 from ..autograd.grad_mode import STATE
 from ..errors import DTypeError, ShapeError
 from ..tensor import Tensor
-from ._util import normalize_dim, normalize_dims, require_float, tensor_method
+from ._util import check_float, normalize_dim, normalize_dims, tensor_method
 from .elementwise import maximum, minimum, where
 
 __all__ = ["sum", "mean", "var", "std", "var_mean", "std_mean", "prod", "max", "min", "amax",
@@ -68,8 +68,6 @@ def _check_nonempty(input: Tensor, dims: tuple, op: str) -> None:
 
 def _accumulate_as(input: Tensor, dtype) -> Tensor:
     """`input` in torch's accumulation dtype: `dtype` if given, int64 for bools and integers."""
-    if AUTOCAST.on and dtype is None:  # sum, prod, cumsum, cumprod: kept in float32
-        input = to_float32(input)
     if dtype is not None:
         target = dtypes.as_dtype(dtype).np
     elif input._data.dtype.kind != "f":
@@ -107,6 +105,7 @@ class Mean(Function):
 
 
 @tensor_method()
+@autocast_policy("float32", dtype_arg="dtype")
 def sum(input, dim=None, keepdim: bool = False, *, dtype=None) -> Tensor:
     """Sum over `dim` (all dims when None); integers and bools sum to int64, as in torch."""
     input = _accumulate_as(input, dtype)
@@ -145,7 +144,7 @@ class Var(Function):
 
 def _var_args(input, dim, unbiased, correction, op):
     """Resolve torch's overloads: var(x, unbiased), var(x, dim, unbiased), correction=."""
-    require_float(input, op)
+    check_float(input, op)
     if isinstance(dim, bool):
         dim, unbiased = None, dim
     if unbiased is not None and correction is not None:
@@ -264,12 +263,14 @@ def _scan_params(fn_cls) -> dict:
 
 
 @tensor_method()
+@autocast_policy("float32", dtype_arg="dtype")
 def cumsum(input, dim: int, *, dtype=None) -> Tensor:
     """Running sum along `dim`; integers and bools accumulate in int64, as in torch."""
     return _scan(CumSum, input, dim, dtype, "cumsum")
 
 
 @tensor_method()
+@autocast_policy("float32", dtype_arg="dtype")
 def cumprod(input, dim: int, *, dtype=None) -> Tensor:
     """Running product along `dim`; its gradient is exact where the input has zeros."""
     return _scan(CumProd, input, dim, dtype, "cumprod")
@@ -302,6 +303,7 @@ class Prod(Function):
 
 
 @tensor_method()
+@autocast_policy("float32", dtype_arg="dtype")
 def prod(input, dim=None, keepdim: bool = False, *, dtype=None) -> Tensor:
     """Product over one `dim` (all elements when None); gradients are exact at zeros."""
     input = _accumulate_as(input, dtype)
@@ -464,6 +466,7 @@ def argmin(input, dim=None, keepdim: bool = False) -> Tensor:
 
 # -------------------------------------------------------------------- logsumexp
 class LogSumExp(Function):
+    autocast = "float32"
     saves = (0,)
     save_output = True
 
@@ -535,14 +538,13 @@ class VectorNorm(Function):
         return (magnitude * scale,)
 
 
+@autocast_policy("float32", dtype_arg="dtype")
 def vector_norm(x, ord=2, dim=None, keepdim: bool = False, *, dtype=None) -> Tensor:
     """(sum |x|^ord)^(1/ord) over `dim` (all dims when None); ord may be inf, -inf or 0."""
     op = "linalg.vector_norm"
-    if AUTOCAST.on and dtype is None:
-        x = to_float32(x)
     if dtype is not None:
         x = x.to(dtype)
-    require_float(x, op)
+    check_float(x, op)
     dims = _dims(dim, x.ndim, op)
     if math.isinf(ord) and _count(x.shape, dims) == 0:
         raise ShapeError(f"{op}: cannot take the {ord} norm over an empty dimension (shape "

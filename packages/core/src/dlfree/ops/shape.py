@@ -220,6 +220,10 @@ def t(input) -> Tensor:
     return transpose(input, 0, 1) if input.ndim == 2 else input
 
 
+def _reversed(input) -> Tensor:
+    return _permuted(input, tuple(range(input.ndim - 1, -1, -1)))
+
+
 def _matrix_transpose(input) -> Tensor:
     if input.ndim < 2:
         raise ShapeError(f"mT: needs a matrix or a batch of matrices, got a tensor with "
@@ -227,8 +231,7 @@ def _matrix_transpose(input) -> Tensor:
     return transpose(input, -2, -1)
 
 
-Tensor.T = property(lambda self: _permuted(self, tuple(range(self.ndim - 1, -1, -1))),
-                    doc="All dimensions reversed.")
+Tensor.T = property(_reversed, doc="All dimensions reversed.")
 Tensor.mT = property(_matrix_transpose,
                      doc="The last two dimensions swapped (batched matrix transpose).")
 
@@ -413,6 +416,8 @@ def _promoted(tensors: list, op: str) -> list:
 
 
 class Cat(Function):
+    autocast = "promote"
+
     def forward(self, *arrays, dim):
         self.dim = dim
         self.sizes = [a.shape[dim] for a in arrays]
@@ -449,6 +454,8 @@ concat = concatenate = cat
 
 
 class Stack(Function):
+    autocast = "promote"
+
     def forward(self, *arrays, dim):
         self.dim = dim
         return self.xp.stack(arrays, axis=dim)

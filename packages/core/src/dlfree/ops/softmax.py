@@ -5,7 +5,7 @@ from __future__ import annotations
 import warnings
 
 from .. import dtypes
-from ..amp.casts import AUTOCAST, to_float32
+from ..autograd.autocasting import autocast_policy
 from ..autograd.function import Function
 from ..tensor import Tensor
 from ._util import normalize_dim, tensor_method
@@ -46,8 +46,6 @@ class LogSoftmax(Function):
 
 
 def _prepare(input: Tensor, dim, dtype, op: str):
-    if AUTOCAST.on and dtype is None:
-        input = to_float32(input)
     if dtype is not None:
         input = input.to(dtype)
     elif input._data.dtype.kind != "f":
@@ -60,6 +58,7 @@ def _prepare(input: Tensor, dim, dtype, op: str):
 
 
 @tensor_method()
+@autocast_policy("float32", dtype_arg="dtype")
 def softmax(input, dim=None, dtype=None) -> Tensor:
     """exp(x) / sum(exp(x)) along `dim`; `dtype` casts the input first."""
     input, d = _prepare(input, dim, dtype, "softmax")
@@ -69,6 +68,7 @@ def softmax(input, dim=None, dtype=None) -> Tensor:
 
 
 @tensor_method()
+@autocast_policy("float32", dtype_arg="dtype")
 def log_softmax(input, dim=None, dtype=None) -> Tensor:
     """x - logsumexp(x) along `dim`; `dtype` casts the input first."""
     input, d = _prepare(input, dim, dtype, "log_softmax")

@@ -12,7 +12,18 @@ from .containers import (
     ParameterList,
     Sequential,
 )
-from .layers import *  # noqa: F403
+
+# The layers and losses (dlfree.nn.layers), a star import per family rather than one of
+# .layers: a type checker reads only literal __all__ lists, and layers' is computed.
+from .layers.activation import *  # noqa: F403
+from .layers.conv import *  # noqa: F403
+from .layers.dropout import *  # noqa: F403
+from .layers.embedding import *  # noqa: F403
+from .layers.linear import *  # noqa: F403
+from .layers.loss import *  # noqa: F403
+from .layers.normalization import *  # noqa: F403
+from .layers.pooling import *  # noqa: F403
+from .layers.shape import *  # noqa: F403
 from .module import Module
 from .recurrent import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNBase, RNNCell, RNNCellBase
 from .transformer import (
