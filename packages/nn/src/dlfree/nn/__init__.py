@@ -24,6 +24,7 @@ from .layers.loss import *  # noqa: F403
 from .layers.normalization import *  # noqa: F403
 from .layers.pooling import *  # noqa: F403
 from .layers.shape import *  # noqa: F403
+from .layers.sync_batch_norm import *  # noqa: F403
 from .module import Module
 from .recurrent import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNBase, RNNCell, RNNCellBase
 from .transformer import (
