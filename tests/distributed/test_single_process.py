@@ -1,6 +1,7 @@
 """The parts of dlfree.distributed that need no MPI job: the lazy import, the errors before
 init_process_group, the reductions' arithmetic, the bucket and shard plans, the mismatch
-message, what the command line reports, and SyncBatchNorm outside a process group."""
+message, what the command line reports, what DDP wraps, and SyncBatchNorm outside a
+process group."""
 
 from __future__ import annotations
 
@@ -116,11 +117,13 @@ def test_the_command_line_reports_the_engines(capsys):
                          "  nccl: 2.21.5"]
 
 
-def test_ddp_without_dlfree_nn_names_the_distribution(monkeypatch):
-    monkeypatch.setitem(sys.modules, "dlfree.nn.parallel", None)
-    with pytest.raises(ModuleNotFoundError, match="pip install dlfree-nn"):
-        dist.DistributedDataParallel  # noqa: B018
-    with pytest.raises(AttributeError, match="no attribute 'Nope'"):
+def test_ddp_is_in_the_core_and_wraps_anything_shaped_like_a_module():
+    """DDP needs no dlfree-nn (which re-exports it); what it wraps must offer parameters,
+    buffers and a call."""
+    assert dist.DistributedDataParallel is nn.parallel.DistributedDataParallel
+    with pytest.raises(TypeError, match="lacks named_parameters, named_buffers, __call__"):
+        dist.DistributedDataParallel(object())
+    with pytest.raises(AttributeError, match="has no attribute 'Nope'"):
         dist.Nope  # noqa: B018
 
 

@@ -28,6 +28,7 @@ from .collectives import (
     scatter,
     send,
 )
+from .ddp import DistributedDataParallel
 from .group import (
     ProcessGroup,
     destroy_process_group,
@@ -45,20 +46,3 @@ from .periodic import PeriodicAveraging
 from .reduce_op import ReduceOp
 from .work import Work
 
-
-def __getattr__(name: str):
-    # DistributedDataParallel is a dlfree-nn Module (it wraps one and is one): it lives in
-    # dlfree.nn.parallel and is looked up there, as `dl.nn` is, with an error naming the
-    # distribution when dlfree-nn is missing; the core itself never imports dlfree-nn.
-    if name == "DistributedDataParallel":
-        try:
-            from dlfree.nn.parallel import DistributedDataParallel
-        except ModuleNotFoundError as e:
-            if not (e.name or "").startswith("dlfree.nn"):
-                raise
-            raise ModuleNotFoundError(
-                "dlfree.distributed.DistributedDataParallel wraps a dlfree.nn Module and comes "
-                "with the distribution 'dlfree-nn', which is not installed; install it with: "
-                "pip install dlfree-nn", name="dlfree.nn") from None
-        return DistributedDataParallel
-    raise AttributeError(f"module 'dlfree.distributed' has no attribute {name!r}")

@@ -1,5 +1,6 @@
-"""Data-parallel wrappers of modules (`dl.nn.parallel.DistributedDataParallel`)."""
+"""Data-parallel wrappers of modules: `dl.nn.parallel.DistributedDataParallel` is
+`dlfree.distributed.DistributedDataParallel`, which lives in the core (docs/distributed.md)."""
 
-from .distributed import DistributedDataParallel
+from dlfree.distributed import DistributedDataParallel
 
 __all__ = ["DistributedDataParallel"]

@@ -1,6 +1,6 @@
-"""One rank of an `mpi` test job (see conftest.py): run the named functions of a test module.
+"""One rank of an `mpi` test job (support/mpi.py): run the named functions of a test module.
 
-    mpiexec -n N python rank_worker.py MODULE.py LOG_DIR NAME...
+    mpiexec -n N python mpi_worker.py MODULE.py LOG_DIR NAME...
 
 Each function runs with the default process group initialized (backend "mpi") and
 warnings turned into errors, as pytest's `filterwarnings = error` does. Its outcome goes
@@ -25,6 +25,7 @@ from mpi4py import MPI
 
 def main(module_path: str, log_dir: str, names: list[str]) -> None:
     rank = MPI.COMM_WORLD.Get_rank()
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/, as pytest has it
     warnings.simplefilter("error")
     spec = importlib.util.spec_from_file_location(f"mpi_{Path(module_path).stem}", module_path)
     module = importlib.util.module_from_spec(spec)
