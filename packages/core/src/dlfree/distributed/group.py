@@ -12,6 +12,8 @@ import datetime
 import importlib.util
 import os
 import sys
+import time
+import traceback
 import warnings
 
 from ..errors import DistributedError
@@ -20,6 +22,7 @@ from .mpi_engine import MPIEngine
 
 DEFAULT_TIMEOUT = datetime.timedelta(minutes=30)  # torch's default for its process groups
 BACKENDS = ("mpi", "nccl")
+ABORT_GRACE_S = 0.5  # for mpiexec to forward a failing rank's traceback before the abort
 
 
 def is_available() -> bool:
@@ -181,12 +184,16 @@ def _nccl_engine(what: str, comm, world, mpi, device_id, seconds):
 def _abort_on_uncaught_exceptions(mpi, rank: int, size: int) -> None:
     previous = sys.excepthook
 
-    def hook(kind, value, traceback):
-        sys.stderr.write(f"dlfree.distributed: rank {rank} of {size} raised an uncaught "
-                         f"{kind.__name__}:\n")
-        previous(kind, value, traceback)
-        sys.stderr.write(f"dlfree.distributed: aborting all {size} ranks\n")
+    def hook(kind, value, tb):
+        # one write, then a moment for the launcher to forward it: MPI_Abort makes mpiexec
+        # kill the job, and output still in its pipes would be cut off mid-traceback
+        message = "".join([
+            f"dlfree.distributed: rank {rank} of {size} raised an uncaught {kind.__name__}:\n",
+            *traceback.format_exception(kind, value, tb),
+            f"dlfree.distributed: aborting all {size} ranks\n"])
         sys.stderr.flush()
+        os.write(sys.stderr.fileno(), message.encode(errors="replace"))
+        time.sleep(ABORT_GRACE_S)
         mpi.COMM_WORLD.Abort(1)
         os._exit(1)  # MPICH's Abort can return before its launcher has killed this process
 
