@@ -10,7 +10,7 @@ import os
 import dlfree.distributed as dist
 from dlfree.data import BatchSampler, DataLoader, DistributedSampler, RandomSampler
 
-STRATEGIES = ("ddp", "periodic")
+STRATEGIES = ("auto", "ddp", "periodic")
 # Set by the launchers that start MPI jobs (MPICH's hydra, Open MPI, PMIx, SLURM): only then
 # is MPI initialized to ask it for the world, so a plain single-process run never loads it.
 _LAUNCHED_BY = ("PMI_SIZE", "OMPI_COMM_WORLD_SIZE", "PMIX_RANK", "SLURM_PROCID")
@@ -70,9 +70,9 @@ class Parallel:
         if strategy is not None and strategy not in STRATEGIES:
             extra = " (a parameter server runs its own loop: use " \
                 "dlfree.distributed.ParameterServer)" if strategy == "parameter_server" else ""
-            raise ValueError(f"Trainer: strategy must be one of {STRATEGIES} or None (DDP when "
-                             f"launched on several processes, else plain training), got "
-                             f"{strategy!r}{extra}")
+            raise ValueError(f"Trainer: strategy must be one of {STRATEGIES} ('auto': DDP when "
+                             f"launched on several processes, else plain training) or None "
+                             f"(this process alone), got {strategy!r}{extra}")
         if options is not None and not isinstance(options, dict):
             raise TypeError(f"Trainer: strategy_options must be a dict of keyword arguments "
                             f"for the strategy's wrapper, got {type(options).__name__}")
@@ -87,23 +87,29 @@ class Parallel:
         self.averaging = None
         self._wrapped = None
 
-    def setup(self, model) -> None:
-        """Join (or start) the process group and wrap `model`, once per Trainer."""
-        if self._wrapped is model:
-            return
-        if self.strategy is None and not _launched_in_parallel():
-            self.train_model = model
+    def join(self) -> None:
+        """Join (or start) the process group, unless this Trainer runs alone."""
+        if self.active or self.strategy is None or \
+                (self.strategy == "auto" and not _launched_in_parallel()):
             return
         if not dist.is_initialized():
             dist.init_process_group()
         self.active = True
         self.rank, self.world = dist.get_rank(), dist.get_world_size()
-        if self.strategy == "periodic":
+
+    def setup(self, model) -> None:
+        """`join`, then wrap `model` for training (once per Trainer and model)."""
+        self.join()
+        if self._wrapped is model:
+            return
+        self._wrapped = model
+        if not self.active:
+            self.train_model = model
+        elif self.strategy == "periodic":
             self.averaging = dist.PeriodicAveraging(model, **self.options)
             self.train_model = model
         else:
             self.train_model = dist.DistributedDataParallel(model, **self.options)
-        self._wrapped = model
 
     # ------------------------------------------------------------------ data
     def train_data(self, data, seed: int):

@@ -98,9 +98,11 @@ class Trainer:
       once): `fit` saves a checkpoint and returns with `trainer.interrupted` True. A
       KeyboardInterrupt raised any other way is handled the same, and if it came in the
       middle of a batch no checkpoint is written for it (a `ResumeWarning` says so).
-    - On several processes (launched by `mpiexec` or `srun`, or with `strategy`), `fit`
-      joins the process group (`dlfree.distributed.init_process_group` unless it ran) and
-      trains data-parallel: `strategy="ddp"` (the default there) runs training through
+    - On several processes (launched by `mpiexec` or `srun`, with the default
+      `strategy="auto"`, or with a strategy named), `fit` and `evaluate` join the process
+      group (`dlfree.distributed.init_process_group` unless it ran) and `fit` trains
+      data-parallel (`strategy=None`: this process alone, whatever launched it):
+      `strategy="ddp"` (what "auto" picks) runs training through
       `dlfree.distributed.DistributedDataParallel` (`trainer.train_model`; no gradient
       averaging but on the last batch of an accumulation group), `"periodic"` averages the
       parameters every `strategy_options["period"]` optimizer steps (`PeriodicAveraging`);
@@ -122,7 +124,7 @@ class Trainer:
                  grad_clip_norm: float | None = None, grad_clip_value: float | None = None,
                  amp=False, device=None, seed: int | None = None, checkpoint_dir=None,
                  checkpoint_every_n_steps: int | None = None, run_dir=None,
-                 validate_every_n_epochs: int = 1, strategy: str | None = None,
+                 validate_every_n_epochs: int = 1, strategy: str | None = "auto",
                  strategy_options: dict | None = None):
         if not callable(model):
             raise TypeError(f"Trainer: model must be callable (a module), got "
@@ -249,6 +251,7 @@ class Trainer:
         """The mean loss over `data` ("loss", weighted by batch size; absent when neither a
         loss_fn, a step_fn nor the model's outputs give one) and each metric's value, with
         the model in eval mode and no gradients. Batches go to the model as in training."""
+        self.parallel.join()
         return self._evaluate(self.parallel.eval_data(data), prefix="")
 
     def predict(self, data):
