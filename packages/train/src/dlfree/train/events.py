@@ -77,6 +77,14 @@ class Events:
             raise TypeError(f"Trainer: {_one_line(e)}; the training events are "
                             f"{', '.join(EVENTS)}") from None
 
+    def leave_out_rank_zero_only(self) -> None:
+        """Stop calling the callbacks marked `rank_zero_only` (those that write progress,
+        logs, reports and model files): on every rank but 0 of a distributed run, so that
+        each output is written once. `callbacks` still lists them."""
+        for callback in self.callbacks:
+            if getattr(callback, "rank_zero_only", False) and self._pm.is_registered(callback):
+                self._pm.unregister(callback)
+
     def __call__(self, event: str, **kwargs) -> None:
         getattr(self._pm.hook, event)(**kwargs)
         # (absent when no loaded plugin knows the event: dlfree-train's own plugin was left

@@ -20,6 +20,7 @@ from . import batches, resume
 from .events import Events
 from .history import History
 from .monitor import monitored_value, require_validation
+from .parallel import Parallel
 from .settings import (
     count,
     data_length,
@@ -37,6 +38,7 @@ from .state_file import (
     checkpoint_paths,
     newest_valid,
     prune,
+    read_checkpoint,
     write_checkpoint,
 )
 
@@ -96,6 +98,23 @@ class Trainer:
       once): `fit` saves a checkpoint and returns with `trainer.interrupted` True. A
       KeyboardInterrupt raised any other way is handled the same, and if it came in the
       middle of a batch no checkpoint is written for it (a `ResumeWarning` says so).
+    - On several processes (launched by `mpiexec` or `srun`, with the default
+      `strategy="auto"`, or with a strategy named), `fit` and `evaluate` join the process
+      group (`dlfree.distributed.init_process_group` unless it ran) and `fit` trains
+      data-parallel (`strategy=None`: this process alone, whatever launched it):
+      `strategy="ddp"` (what "auto" picks) runs training through
+      `dlfree.distributed.DistributedDataParallel` (`trainer.train_model`; no gradient
+      averaging but on the last batch of an accumulation group), `"periodic"` averages the
+      parameters every `strategy_options["period"]` optimizer steps (`PeriodicAveraging`);
+      `strategy_options` go to that wrapper. A DataLoader's sampler becomes each rank's
+      `DistributedSampler` shard (seeded by `seed`, `set_epoch` at each epoch), validation
+      loaders are split into disjoint shards, and the validation loss and metric states
+      (merged by their declared reductions) are combined over the ranks, so every value is
+      the whole set's; "loss" is the mean over every rank's batches ("step_loss" stays this
+      rank's). `should_stop` on any rank stops every rank at the epoch's end. Callbacks
+      marked `rank_zero_only` (progress, loggers, report, ModelCheckpoint) and training
+      checkpoints run on rank 0 only; every rank resumes from the checkpoint rank 0 picks.
+      An exception nobody catches aborts every rank (see `init_process_group`).
     """
 
     def __init__(self, model, optimizer=None, loss_fn=None, *, step_fn=None, scheduler=None,
@@ -105,7 +124,8 @@ class Trainer:
                  grad_clip_norm: float | None = None, grad_clip_value: float | None = None,
                  amp=False, device=None, seed: int | None = None, checkpoint_dir=None,
                  checkpoint_every_n_steps: int | None = None, run_dir=None,
-                 validate_every_n_epochs: int = 1):
+                 validate_every_n_epochs: int = 1, strategy: str | None = "auto",
+                 strategy_options: dict | None = None):
         if not callable(model):
             raise TypeError(f"Trainer: model must be callable (a module), got "
                             f"{type(model).__name__}")
@@ -151,6 +171,7 @@ class Trainer:
         self.checkpoint_dir = None if checkpoint_dir is None else Path(checkpoint_dir)
         self.run_dir = None if run_dir is None else Path(run_dir)
         self._autocast, self.scaler, amp_dtype = mixed_precision(amp)
+        self.parallel = Parallel(strategy, strategy_options)
         self.events = Events(callbacks)
         self.callbacks = self.events.callbacks
         self.history = History()
@@ -174,6 +195,7 @@ class Trainer:
             "checkpoint_every_n_steps": self.checkpoint_every_n_steps,
             "run_dir": None if run_dir is None else str(self.run_dir),
             "validate_every_n_epochs": self.validate_every_n_epochs,
+            "strategy": strategy, "strategy_options": self.parallel.options or None,
         }
         self._train_data = None
         self._consistent = True  # whether the state now is one a checkpoint may capture
@@ -190,18 +212,21 @@ class Trainer:
         if self.max_epochs is None and self.max_steps is None:
             raise ValueError("Trainer.fit: give max_epochs or max_steps (or both) to say when "
                              "training ends")
-        self._train_data = train_data
         self.validates, self.epoch_validated = val_data is not None, False
         if self._scheduler_wants_value:
             require_validation(f"Trainer: the scheduler {type(self.scheduler).__name__}",
                                self.scheduler_monitor, self)
         self.should_stop = self.interrupted = False
         self._sigint_pending = False
-        self.state.steps_per_epoch = data_length(train_data)
         if self.seed is not None:
             manual_seed(self.seed)
         if self.device is not None and callable(getattr(self.model, "to", None)):
             self.model.to(self.device)
+        self._join_ranks()
+        train_data = self.parallel.train_data(train_data, self.seed or 0)
+        val_data = self.parallel.eval_data(val_data)
+        self._train_data = train_data
+        self.state.steps_per_epoch = data_length(train_data)
         if self.run_dir is not None:
             self.run_dir.mkdir(parents=True, exist_ok=True)
         skip = self._resume(train_data)
@@ -226,7 +251,8 @@ class Trainer:
         """The mean loss over `data` ("loss", weighted by batch size; absent when neither a
         loss_fn, a step_fn nor the model's outputs give one) and each metric's value, with
         the model in eval mode and no gradients. Batches go to the model as in training."""
-        return self._evaluate(data, prefix="")
+        self.parallel.join()
+        return self._evaluate(self.parallel.eval_data(data), prefix="")
 
     def predict(self, data):
         """The model's outputs for every batch of `data` (inputs as in training; a target in
@@ -251,6 +277,7 @@ class Trainer:
                 self.progress.batches_done = True
             if not self.progress.batches_done:
                 self._set_train_mode(True)
+                self.parallel.set_epoch(data, self.state.epoch)
                 self._emit("dlfree_train_epoch_start", trainer=self, epoch=self.state.epoch)
                 self._train_epoch(data, skip)
                 skip = 0
@@ -308,13 +335,14 @@ class Trainer:
                 self.state.steps_per_epoch - index
             progress.group_size = self.grad_accumulation if left is None or left < 1 else \
                 min(self.grad_accumulation, left)
-        with self._autocast():
-            loss, outputs, _ = self._loss(batch)
-        if self.optimizer is not None:
-            scaled = loss / progress.group_size if progress.group_size > 1 else loss
-            if self.scaler is not None:
-                scaled = self.scaler.scale(scaled)
-            scaled.backward()
+        with self.parallel.no_sync(progress.accumulated + 1 >= progress.group_size):
+            with self._autocast():
+                loss, outputs, _ = self._loss(batch, model=self.train_model)
+            if self.optimizer is not None:
+                scaled = loss / progress.group_size if progress.group_size > 1 else loss
+                if self.scaler is not None:
+                    scaled = self.scaler.scale(scaled)
+                scaled.backward()
         value = float(loss.detach())
         progress.loss_sum += value
         progress.loss_count += 1
@@ -345,6 +373,7 @@ class Trainer:
             else:
                 optimizer.step()
             optimizer.zero_grad()
+            self.parallel.after_step()
         self.state.global_step += 1
         step = self.state.global_step
         self.history.log("step_loss", progress.accumulated_loss / progress.accumulated, step)
@@ -357,11 +386,13 @@ class Trainer:
     def _end_epoch(self, val_data) -> None:
         epoch, progress = self.state.epoch, self.progress
         logs: dict[str, float] = {}
-        if progress.loss_count:
-            logs["loss"] = progress.loss_sum / progress.loss_count
+        loss_sum, loss_count = self.parallel.sums(progress.loss_sum, progress.loss_count)
+        if loss_count:
+            logs["loss"] = loss_sum / loss_count
         lr = self._lr()
         if lr is not None:
             logs["lr"] = lr
+        self.should_stop = self.parallel.any(self.should_stop)
         finishing = self.should_stop or self._step_limit_reached() or \
             (self.max_epochs is not None and epoch + 1 >= self.max_epochs)
         self.epoch_validated = val_data is not None and \
@@ -401,9 +432,11 @@ class Trainer:
             self.scheduler.step(value)
 
     # ------------------------------------------------------------------ evaluation
-    def _loss(self, batch, required: bool = True):
-        """(loss, outputs, target) of a batch, by `step_fn` or the model and `loss_fn`; the
-        loss is None when not `required` and the model's outputs carry none."""
+    def _loss(self, batch, required: bool = True, model=None):
+        """(loss, outputs, target) of a batch, by `step_fn` or `model` (by default the
+        Trainer's) and `loss_fn`; the loss is None when not `required` and the model's
+        outputs carry none."""
+        model = self.model if model is None else model
         if self.step_fn is not None:
             result = self.step_fn(self, batch)
             if isinstance(result, tuple) and len(result) == 2:
@@ -417,11 +450,11 @@ class Trainer:
                 raise ValueError("Trainer: the batch has no target for loss_fn; give "
                                  "(*inputs, target) tuples or a dict with a 'target' or "
                                  "'labels' key, or a step_fn")
-            outputs = self.model(*args, **kwargs)
+            outputs = model(*args, **kwargs)
             loss = self.loss_fn(outputs, target)
         else:
             args, kwargs = batches.whole(batch)
-            outputs = self.model(*args, **kwargs)
+            outputs = model(*args, **kwargs)
             loss = batches.loss_of(outputs)
             target = batches.split(batch)[2]
             if loss is None and not required:
@@ -453,8 +486,10 @@ class Trainer:
                                          "and the batch's target; with a step_fn return "
                                          "(loss, outputs)")
                     metric.update(batches.predictions(outputs), target)
+        total, count = self.parallel.sums(total, count)
         results = {f"{prefix}loss": total / count} if count else {}
         for name, metric in self.metrics.items():
+            self.parallel.sync_metric(name, metric)
             results.update(scalar(f"{prefix}{name}", metric.compute()))
         return results
 
@@ -462,11 +497,14 @@ class Trainer:
     def _resume(self, data) -> int:
         if self.checkpoint_dir is None:
             return 0
-        self.checkpoint_dir.mkdir(parents=True, exist_ok=True)
-        found = newest_valid(self.checkpoint_dir)
-        if found is None:
+        found = None
+        if self.parallel.rank == 0:  # rank 0 picks the checkpoint, and every rank reads it
+            self.checkpoint_dir.mkdir(parents=True, exist_ok=True)
+            found = newest_valid(self.checkpoint_dir)
+        path = self.parallel.broadcast(None if found is None else found[0])
+        if path is None:
             return 0
-        path, state, tensors = found
+        state, tensors = found[1:] if found is not None else read_checkpoint(path)
         return resume.restore(self, data, state, tensors, path)
 
     def _periodic_checkpoint(self) -> None:
@@ -475,6 +513,8 @@ class Trainer:
             self._save_checkpoint()
 
     def _save_checkpoint(self) -> None:
+        if self.parallel.rank != 0:  # every rank holds the same state; rank 0 writes it
+            return
         started = time.perf_counter()
         state, tensors = resume.capture(self, self._train_data)
         write_checkpoint(checkpoint_path(self.checkpoint_dir, self.state.global_step), state,
@@ -515,6 +555,19 @@ class Trainer:
             signal.signal(signal.SIGINT, signal.default_int_handler)
 
     # ------------------------------------------------------------------ helpers
+    def _join_ranks(self) -> None:
+        """Set up data-parallel training when there are several ranks (or a strategy)."""
+        self.parallel.setup(self.model)
+        if self.parallel.rank != 0:
+            self.events.leave_out_rank_zero_only()
+
+    @property
+    def train_model(self):
+        """What training batches run through: the DDP wrapper of `model` in a distributed
+        run, else `model` itself (which is what is saved and evaluated)."""
+        return self.parallel.train_model if self.parallel.train_model is not None else \
+            self.model
+
     def _emit(self, event: str, **kwargs) -> None:
         started = time.perf_counter()
         try:

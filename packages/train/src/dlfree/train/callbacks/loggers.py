@@ -37,6 +37,8 @@ class MetricsLogger(abc.ABC):
     a run starting from scratch replaces the file). Lines a crash cut short are dropped too.
     """
 
+    rank_zero_only = True  # a distributed run writes it from rank 0 alone
+
     default_name = ""
 
     def __init__(self, path=None, every_n_steps: int | None = None):

@@ -28,6 +28,8 @@ class ModelCheckpoint:
     is part of the Trainer's training checkpoints, so a resumed run keeps the best so far.
     """
 
+    rank_zero_only = True  # a distributed run writes it from rank 0 alone
+
     def __init__(self, dirpath=None, monitor: str | None = "val_loss", mode: str = "min",
                  keep: int = 0, save_last: bool = True, every_n_epochs: int = 1):
         if mode not in ("min", "max"):

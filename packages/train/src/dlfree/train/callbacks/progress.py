@@ -51,6 +51,8 @@ class ProgressBar:
     `refresh_interval` is the least time in seconds between two redraws of a bar.
     """
 
+    rank_zero_only = True  # a distributed run writes it from rank 0 alone
+
     def __init__(self, file=None, bar: bool | None = None, smoothing: float = 0.1,
                  refresh_interval: float = 0.1):
         if bar is not None and not isinstance(bar, bool):

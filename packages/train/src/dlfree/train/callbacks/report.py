@@ -197,6 +197,8 @@ class HTMLReport:
     per phase (`trainer.timings`). Its state is kept in training checkpoints, so the times
     of a resumed run include the part before the interruption."""
 
+    rank_zero_only = True  # a distributed run writes it from rank 0 alone
+
     def __init__(self, path=None, title: str = "Training report"):
         if not isinstance(title, str):
             raise TypeError(f"HTMLReport: title must be a string, got {type(title).__name__}")
