@@ -20,7 +20,7 @@ from . import batches, resume
 from .events import Events
 from .history import History
 from .monitor import monitored_value, require_validation
-from .parallel import Parallel
+from .parallel import Parallel, refuse_under_parameter_server
 from .settings import (
     count,
     data_length,
@@ -106,7 +106,13 @@ class Trainer:
       `dlfree.distributed.DistributedDataParallel` (`trainer.train_model`; no gradient
       averaging but on the last batch of an accumulation group), `"periodic"` averages the
       parameters every `strategy_options["period"]` optimizer steps (`PeriodicAveraging`);
-      `strategy_options` go to that wrapper. A DataLoader's sampler becomes each rank's
+      `strategy_options` go to that wrapper. `"parameter_server"` (`strategy_options`
+      "servers", default 1, and "max_staleness", default 0) makes the first "servers"
+      ranks `dlfree.distributed.ParameterServer` servers, which step `optimizer` on the
+      gradients the other ranks (the workers) push, and whose `fit` returns when the
+      workers' ends; everything below then holds among the workers, the first of them in
+      rank 0's place; it refuses grad_accumulation, amp, a scheduler and checkpoint_dir,
+      and clipping clips each worker's gradients. A DataLoader's sampler becomes each rank's
       `DistributedSampler` shard (seeded by `seed`, `set_epoch` at each epoch), validation
       loaders are split into disjoint shards, and the validation loss and metric states
       (merged by their declared reductions) are combined over the ranks, so every value is
@@ -172,6 +178,18 @@ class Trainer:
         self.run_dir = None if run_dir is None else Path(run_dir)
         self._autocast, self.scaler, amp_dtype = mixed_precision(amp)
         self.parallel = Parallel(strategy, strategy_options)
+        if strategy == "parameter_server":
+            refuse_under_parameter_server({
+                "no optimizer (the servers apply the gradients with the Trainer's optimizer)":
+                    optimizer is None,
+                "grad_accumulation > 1 (every batch's gradients are pushed as they are)":
+                    self.grad_accumulation > 1,
+                "amp (the servers' optimizer would see scaled gradients)": amp_dtype is not None,
+                "a scheduler (it would step the workers' copy of the optimizer, which the "
+                "servers' does not see)": scheduler is not None,
+                "checkpoint_dir (the optimizer's state lives on the servers, so a worker's "
+                "checkpoint could not resume the run)": checkpoint_dir is not None,
+            })
         self.events = Events(callbacks)
         self.callbacks = self.events.callbacks
         self.history = History()
@@ -223,6 +241,9 @@ class Trainer:
         if self.device is not None and callable(getattr(self.model, "to", None)):
             self.model.to(self.device)
         self._join_ranks()
+        if self.parallel.serving:  # a parameter server: its loop is the whole fit
+            self.parallel.serve()
+            return self.history
         train_data = self.parallel.train_data(train_data, self.seed or 0)
         val_data = self.parallel.eval_data(val_data)
         self._train_data = train_data
@@ -235,8 +256,10 @@ class Trainer:
             try:
                 self._emit("dlfree_train_start", trainer=self)
                 self._run(train_data, val_data, skip)
+                self.parallel.finish()
                 self._emit("dlfree_train_end", trainer=self)
             except KeyboardInterrupt as e:
+                self.parallel.finish()  # (a worker stopping early lets the others go on)
                 self.interrupted = True
                 self._emit("dlfree_train_exception", trainer=self, exception=e)
                 self._save_interrupted()
@@ -371,7 +394,7 @@ class Trainer:
                 self.scaler.step(optimizer)
                 self.scaler.update()
             else:
-                optimizer.step()
+                self.parallel.optimizer_step(optimizer)
             optimizer.zero_grad()
             self.parallel.after_step()
         self.state.global_step += 1
@@ -557,7 +580,7 @@ class Trainer:
     # ------------------------------------------------------------------ helpers
     def _join_ranks(self) -> None:
         """Set up data-parallel training when there are several ranks (or a strategy)."""
-        self.parallel.setup(self.model)
+        self.parallel.setup(self.model, self.optimizer)
         if self.parallel.rank != 0:
             self.events.leave_out_rank_zero_only()
 
