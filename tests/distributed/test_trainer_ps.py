@@ -7,13 +7,19 @@ train.
   progress lines come from the first worker alone, and `evaluate` after `fit` runs on
   every rank with the final weights;
 - max_staleness 2 drives a consistent least-squares problem to its minimum (atol 1e-5);
-- the settings it cannot honour are refused when the Trainer is made.
+- the settings it cannot honour are refused when the Trainer is made;
+- a callback raising on a worker ends the whole job (the server waiting in its loop and the
+  other worker in a step included) within 30 s.
 Every test's ranks return from `fit` (the harness fails a job that hangs).
 """
 
 from __future__ import annotations
 
 import io
+import subprocess
+import sys
+import textwrap
+import time
 
 import dlfree as dl
 import dlfree.distributed as dist
@@ -118,3 +124,35 @@ def test_stale_parameter_server_reaches_the_minimum(mpi_job):
 
 def test_settings_it_cannot_honour_are_refused(mpi_job):
     mpi_job.check(ranks_settings_it_cannot_honour_are_refused)
+
+
+FAILING = textwrap.dedent("""
+    import dlfree as dl
+    import dlfree.distributed as dist
+    from dlfree import nn, optim
+    from dlfree.data import DataLoader, TensorDataset
+
+    class Boom:
+        def dlfree_train_batch_end(self, trainer, batch, batch_index, loss, outputs):
+            if dist.get_rank() == 2 and batch_index == 3:
+                raise RuntimeError("boom in a callback on a worker")
+
+    data = TensorDataset(dl.randn(256, 4), dl.randint(0, 2, (256,)))
+    model = nn.Linear(4, 2)
+    trainer = dl.train.Trainer(model, optim.SGD(model.parameters(), lr=0.1),
+                               nn.CrossEntropyLoss(), max_epochs=1000, callbacks=[Boom()],
+                               strategy="parameter_server")
+    trainer.fit(DataLoader(data, batch_size=8, shuffle=True))
+""")
+
+
+def test_an_exception_on_a_worker_ends_every_rank(tmp_path, mpiexec):
+    script = tmp_path / "fail.py"
+    script.write_text(FAILING)
+    started = time.monotonic()
+    done = subprocess.run([mpiexec, "-n", "3", sys.executable, str(script)],
+                          capture_output=True, text=True, timeout=60)
+    assert time.monotonic() - started < 30
+    assert done.returncode != 0
+    assert done.stderr.count("rank 2 of 3 raised an uncaught RuntimeError") == 1, done.stderr
+    assert "rank 0 of 3 raised" not in done.stderr and "rank 1 of 3 raised" not in done.stderr
