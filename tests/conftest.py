@@ -1,11 +1,16 @@
-"""Shared fixtures: the available backends (CuPy ones marked `gpu`) and a seeded RNG."""
+"""Shared fixtures: the available backends (CuPy ones marked `gpu`), a second fake CPU-like
+device, and a seeded RNG."""
 
 from __future__ import annotations
+
+import dlfree as dl
+from dlfree.device import _backends, register_backend
 
 import numpy as np
 import pytest
 
 from support.devices import DEVICES
+from support.fake_backend import DataTestBackend
 
 
 @pytest.fixture(params=DEVICES)
@@ -17,3 +22,12 @@ def device(request) -> str:
 @pytest.fixture
 def rng() -> np.random.Generator:
     return np.random.default_rng(1234)
+
+
+@pytest.fixture
+def fake_device():
+    """The "datatest" device (support.fake_backend), to test placement and mixing devices
+    without a GPU."""
+    register_backend(DataTestBackend())
+    yield dl.Device("datatest")
+    _backends.pop("datatest")
