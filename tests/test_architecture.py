@@ -178,9 +178,7 @@ _IMPORT_ALONE = textwrap.dedent("""
             sys.modules["dlfree"] = bare
             try:
                 importlib.import_module(module)
-                loaded = sorted(m for m in sys.modules if m.split(".")[0] == "dlfree")
-                out = {"loaded": loaded, "attrs": "attr" in sys.modules,
-                       "tqdm": "tqdm" in sys.modules}
+                out = {"loaded": sorted(m for m in sys.modules if m.split(".")[0] == "dlfree")}
             except BaseException as e:
                 out = {"error": f"{type(e).__name__}: {e}"}
             os.write(write, json.dumps(out).encode())
