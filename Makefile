@@ -8,8 +8,13 @@ STAMP := $(VENV)/.installed
 PACKAGES := packages/core packages/nn packages/optim packages/train packages/metrics packages/hf
 PROJECTS := pyproject.toml $(wildcard packages/*/pyproject.toml)
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
+# Debian packages the tests drive for real: a browser and its driver (the live dashboard's
+# page), Graphviz's `dot` (diagrams). Installed by `make test` when missing and the machine
+# can (root with apt-get); otherwise the tests that need them skip, saying why.
+SYSTEM_PACKAGES := chromium chromium-driver graphviz
+SYSTEM_COMMANDS := chromium chromedriver dot
 
-.PHONY: demo test bench lint clean
+.PHONY: demo test bench lint clean system-packages
 
 $(CREATED):
 	$(PYTHON) -m venv $(VENV)
@@ -38,7 +43,17 @@ demo: $(DEMO_STAMP)
 # that need both cores, so they run one at a time (tests/distributed/conftest.py). They
 # live in MPI_TESTS (a test checks that no mpi test is elsewhere).
 MPI_TESTS := tests/distributed tests/test_docs.py tests/test_bench_smoke.py
-test: $(STAMP)
+system-packages:
+	@missing=""; for c in $(SYSTEM_COMMANDS); do command -v $$c >/dev/null || missing="$$missing $$c"; done; \
+	if [ -z "$$missing" ]; then exit 0; fi; \
+	if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+		echo "== installing $(SYSTEM_PACKAGES) (missing:$$missing) =="; \
+		DEBIAN_FRONTEND=noninteractive apt-get update -qq && \
+		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $(SYSTEM_PACKAGES) >/dev/null \
+		|| echo "== could not install $(SYSTEM_PACKAGES): the tests that need$$missing will skip =="; \
+	else echo "== not root or no apt-get: the tests that need$$missing will skip =="; fi
+
+test: $(STAMP) system-packages
 	OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 $(PY) -m pytest -n 2 --dist loadgroup -q -m "not mpi"
 	@echo "== the mpi tests: MPI jobs under mpiexec, one at a time =="
 	OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 $(PY) -m pytest -q -m mpi $(MPI_TESTS)
