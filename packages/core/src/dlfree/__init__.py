@@ -67,6 +67,14 @@ from .ops.linalg import *  # noqa: E402,F403
 from .ops.reduction import *  # noqa: E402,F403
 from .ops.shape import *  # noqa: E402,F403
 from .ops.softmax import *  # noqa: E402,F403
+from .ops.combining import *  # noqa: E402,F403
+from .ops.placing import *  # noqa: E402,F403
+from .ops.pointwise import *  # noqa: E402,F403
+from .ops.products import *  # noqa: E402,F403
+from .ops.sampling import *  # noqa: E402,F403
+from .ops.sorting import *  # noqa: E402,F403
+from .ops.special import *  # noqa: E402,F403
+from .ops.statistics import *  # noqa: E402,F403
 from .random import Generator, get_rng_state, initial_seed, manual_seed, seed, set_rng_state  # noqa: E402,I001
 from .tensor import Parameter, Size, Tensor  # noqa: E402
 from .threads import get_num_threads, set_num_threads  # noqa: E402
