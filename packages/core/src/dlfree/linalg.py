@@ -5,10 +5,16 @@ from __future__ import annotations
 import numbers
 
 from .errors import ShapeError
+from .ops import products
 from .ops.linalg import matmul, matrix_norm
 from .ops.reduction import vector_norm
 
-__all__ = ["norm", "vector_norm", "matrix_norm", "matmul"]
+__all__ = ["norm", "vector_norm", "matrix_norm", "matmul", "cross"]
+
+
+def cross(input, other, *, dim: int = -1):
+    """The cross product of 3-vectors along `dim` (the last by default), broadcasting."""
+    return products.cross(input, other, dim=dim)
 
 
 def norm(A, ord=None, dim=None, keepdim: bool = False, *, dtype=None):

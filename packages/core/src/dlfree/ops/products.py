@@ -92,10 +92,12 @@ def cross(input, other, dim=None) -> Tensor:
 
 
 def _blas(input, product, beta, alpha) -> Tensor:
-    """beta * input + alpha * product; beta = 0 ignores input (NaN in it does not spread)."""
+    """beta * input + alpha * product; beta = 0 ignores input (NaN in it does not spread,
+    and its gradient is zero, as torch's)."""
     scaled = product if alpha == 1 else product * alpha
     if beta == 0:
-        return scaled
+        everywhere = input.isnan() | ~input.isnan()
+        return scaled + where(everywhere, 0.0, input)
     return (input if beta == 1 else input * beta) + scaled
 
 

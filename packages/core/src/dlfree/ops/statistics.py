@@ -176,6 +176,9 @@ def _quantile(input, q, dim, keepdim, interpolation, ignore_nan: bool, op: str):
         raise ValueError(f"{op}: interpolation must be one of {_INTERPOLATIONS}, got "
                          f"{interpolation!r}")
     scalar_q = not isinstance(q, Tensor)
+    if not scalar_q and q.dtype is not input.dtype:
+        raise DTypeError(f"{op}: q of dtype {q.dtype.name} must have the input's dtype "
+                         f"{input.dtype.name}")
     qs = input._device.xp.asarray([q] if scalar_q else q._data.reshape(-1),
                                   dtype=input._data.dtype)
     if not scalar_q and q.ndim > 1:
