@@ -209,7 +209,7 @@ def meshgrid(*tensors, indexing: str = "ij") -> tuple:
     grids = [t.reshape((1,) * i + (-1,) + (1,) * (len(ts) - i - 1)).expand(shape)
              for i, t in enumerate(ts)]
     if swap:
-        grids[0], grids[1] = grids[1].transpose(0, 1), grids[0].transpose(0, 1)
+        grids[0], grids[1] = grids[1], grids[0]
     return tuple(grids)
 
 
@@ -264,6 +264,7 @@ def block_diag(*tensors) -> Tensor:
 
 
 # --------------------------------------------------------- repeats and differences
+@tensor_method()
 def repeat_interleave(input, repeats=None, dim=None, *, output_size=None) -> Tensor:
     """Each element (or slice along `dim`) repeated `repeats` times in place: an int, or a
     tensor with one count per element. `repeat_interleave(counts)` alone repeats each index

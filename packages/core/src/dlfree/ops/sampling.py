@@ -72,7 +72,8 @@ def multinomial(input, num_samples: int, replacement: bool = False, *,
     else:
         # each category's exponential arrival time at rate w: the first num_samples to
         # arrive are a draw without replacement (zero weights never arrive)
-        arrival = _on_device(gen.exponential(size=(rows, k)), input) / w
+        with input._device.context():  # a zero weight's arrival is inf, quietly
+            arrival = _on_device(gen.exponential(size=(rows, k)), input) / w
         picks = xp.argsort(arrival, axis=1, kind="stable")[:, :num_samples]
     picks = picks.astype(dtypes.int64.np)
     out = Tensor._make(picks, input._device)
