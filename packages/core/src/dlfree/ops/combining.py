@@ -286,7 +286,11 @@ def repeat_interleave(input, repeats=None, dim=None, *, output_size=None) -> Ten
                          f"dimension {d} has size {n}; valid: one count, or one per element")
     if bool((counts < 0).any()):
         raise ValueError("repeat_interleave: repeats must be non-negative")
-    index = Tensor._make(xp.repeat(xp.arange(n, dtype=_INT64), counts), x._device)
+    # position j of the output comes from the first element whose running count passes j
+    ends = xp.cumsum(counts)
+    total = int(ends[-1]) if n else 0
+    index = Tensor._make(xp.searchsorted(ends, xp.arange(total, dtype=_INT64), side="right")
+                         .astype(_INT64), x._device)
     if output_size is not None and index.shape[0] != output_size:
         raise ShapeError(f"repeat_interleave: output_size={output_size} but the repeats "
                          f"add up to {index.shape[0]}")
@@ -390,5 +394,5 @@ def _reshape_inplace(name: str, view_of):
     return method
 
 
-for _name in ("squeeze", "unsqueeze", "t", "transpose", "swapaxes", "swapdims"):
+for _name in ("squeeze", "unsqueeze", "t", "transpose", "swapaxes", "swapdims", "as_strided"):
     setattr(Tensor, f"{_name}_", _reshape_inplace(f"{_name}_", getattr(Tensor, _name)))

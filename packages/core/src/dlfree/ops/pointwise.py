@@ -14,10 +14,10 @@ from .. import dtypes
 from ..creation import zeros_like
 from ..errors import DTypeError
 from ..tensor import Tensor
-from .inplace import _generic
 from ._util import check_kind, promote, scalar_tensor, tensor_method
 from .comparison import _unary as _plain_unary
 from .elementwise import _binary, abs, clamp, exp, exp2, log1p, maximum, sign, where
+from .inplace import _generic
 
 __all__ = ["nan_to_num", "clamp_min", "clamp_max", "sgn", "signbit", "copysign", "ldexp",
            "nextafter", "logaddexp", "logaddexp2", "float_power", "deg2rad", "rad2deg",
@@ -165,5 +165,6 @@ isreal = _plain_unary("isreal", lambda xp, x: xp.ones(x.shape, dtype=bool),
                       "True everywhere: dl.free tensors are real.")
 
 
-for _name in ('nan_to_num', 'clamp_min', 'clamp_max', 'sgn', 'copysign', 'ldexp', 'nextafter', 'float_power', 'deg2rad', 'rad2deg', 'gcd', 'lcm', 'heaviside'):
+for _name in ("nan_to_num", "clamp_min", "clamp_max", "sgn", "copysign", "ldexp", "nextafter",
+              "float_power", "deg2rad", "rad2deg", "gcd", "lcm", "heaviside"):
     setattr(Tensor, f"{_name}_", _generic(_name))

@@ -10,9 +10,9 @@ from __future__ import annotations
 from ..autograd.autocasting import autocast_policy
 from ..errors import DTypeError, ShapeError
 from ..tensor import Tensor
-from .inplace import _generic
 from ._util import normalize_dim, tensor_method
 from .elementwise import where
+from .inplace import _generic
 from .linalg import bmm, dot, matmul, mm
 from .reduction import vector_norm
 from .shape import broadcast_tensors, stack
@@ -169,5 +169,5 @@ def renorm(input, p: float, dim: int, maxnorm: float) -> Tensor:
     return input * factor
 
 
-for _name in ('addmm', 'addmv', 'addbmm', 'baddbmm', 'renorm'):
+for _name in ("addmm", "addmv", "addbmm", "baddbmm", "renorm"):
     setattr(Tensor, f"{_name}_", _generic(_name))

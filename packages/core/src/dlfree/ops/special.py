@@ -15,9 +15,9 @@ from ..autograd.function import Function
 from ..backends import gamma_bessel
 from ..errors import DTypeError
 from ..tensor import Tensor
-from .inplace import _generic
 from ._util import tensor_method
 from .elementwise import _unary, clamp, log, log1p, sin, where
+from .inplace import _generic
 
 __all__ = ["lgamma", "digamma", "polygamma", "mvlgamma", "i0", "sinc", "logit"]
 
@@ -115,5 +115,5 @@ def logit(input, eps: float | None = None) -> Tensor:
     return log(x) - log1p(-x)
 
 
-for _name in ('logit', 'sinc', 'lgamma', 'digamma', 'polygamma', 'mvlgamma', 'i0'):
+for _name in ("logit", "sinc", "lgamma", "digamma", "polygamma", "mvlgamma", "i0"):
     setattr(Tensor, f"{_name}_", _generic(_name))
