@@ -46,6 +46,7 @@ def inner(input, other) -> Tensor:
 
 
 @tensor_method()
+@autocast_policy("promote")
 def vdot(input, other) -> Tensor:
     """The dot product of two 1-d tensors (for real tensors, dot)."""
     return dot(input, other)
@@ -72,6 +73,7 @@ def kron(input, other) -> Tensor:
 
 
 @tensor_method()
+@autocast_policy("promote")
 def cross(input, other, dim=None) -> Tensor:
     """The cross product of 3-vectors along `dim` (by default the first dim of size 3),
     broadcasting the other dims."""
@@ -141,6 +143,7 @@ def addbmm(input, batch1, batch2, *, beta=1, alpha=1) -> Tensor:
     return _blas(input, bmm(batch1, batch2).sum(0), beta, alpha)
 
 
+@autocast_policy("float32")
 def cdist(x1, x2, p: float = 2.0, compute_mode=None) -> Tensor:
     """The p-norm distance between each row of x1 (…, P, M) and each row of x2 (…, R, M),
     shaped (…, P, R); batch dims broadcast."""
@@ -154,12 +157,14 @@ def cdist(x1, x2, p: float = 2.0, compute_mode=None) -> Tensor:
 
 
 @tensor_method()
+@autocast_policy("float32")
 def dist(input, other, p: float = 2) -> Tensor:
     """The p-norm of input - other (broadcast)."""
     return vector_norm(input - other, p)
 
 
 @tensor_method()
+@autocast_policy("float32")
 def renorm(input, p: float, dim: int, maxnorm: float) -> Tensor:
     """Each slice along `dim` whose p-norm exceeds `maxnorm` scaled down to norm `maxnorm`."""
     d = normalize_dim(dim, input.ndim, "renorm")
