@@ -25,10 +25,14 @@ __all__ = ["mv", "inner", "vdot", "trace", "kron", "cross", "addmm", "addmv", "a
 @autocast_policy("lower")
 def mv(input, vec) -> Tensor:
     """Matrix times vector: (n, m) @ (m,)."""
-    if input.ndim != 2 or vec.ndim != 1:
-        raise ShapeError(f"mv: expected a matrix and a vector, got shapes {tuple(input.shape)} "
-                         f"and {tuple(vec.shape)}")
+    _need_ndims("mv", (input, vec), (2, 1), "a matrix and a vector")
     return matmul(input, vec)
+
+
+def _need_ndims(op: str, tensors, ndims, valid: str) -> None:
+    if tuple(t.ndim for t in tensors) != ndims:
+        raise ShapeError(f"{op}: expected {valid}, got shapes "
+                         f"{', '.join(str(tuple(t.shape)) for t in tensors)}")
 
 
 @tensor_method()
@@ -55,8 +59,7 @@ def vdot(input, other) -> Tensor:
 @tensor_method()
 def trace(input) -> Tensor:
     """The sum of a matrix's main diagonal."""
-    if input.ndim != 2:
-        raise ShapeError(f"trace: expected a matrix, got shape {tuple(input.shape)}")
+    _need_ndims("trace", (input,), (2,), "a matrix")
     return input.diagonal().sum()
 
 
@@ -103,44 +106,45 @@ def _blas(input, product, beta, alpha) -> Tensor:
     return (input if beta == 1 else input * beta) + scaled
 
 
-def _same_dtype(op: str, *tensors) -> None:
-    first = tensors[0]
-    for t in tensors[1:]:
-        if t.dtype is not first.dtype:
+def _blas_call(op: str, input, a, b, product, beta, alpha) -> Tensor:
+    """beta * input + alpha * product(a, b), all three of one dtype (torch's rule)."""
+    for t in (a, b):
+        if t.dtype is not input.dtype:
             raise DTypeError(f"{op}: expected all tensors of one dtype, got "
-                             f"{first.dtype.name} and {t.dtype.name}")
+                             f"{input.dtype.name} and {t.dtype.name}")
+    return _blas(input, product(a, b), beta, alpha)
 
 
 @tensor_method()
 @autocast_policy("lower")
 def addmm(input, mat1, mat2, *, beta=1, alpha=1) -> Tensor:
     """beta * input + alpha * (mat1 @ mat2), input broadcast to the product's shape."""
-    _same_dtype("addmm", input, mat1, mat2)
-    return _blas(input, mm(mat1, mat2), beta, alpha)
+    return _blas_call("addmm", input, mat1, mat2, mm, beta, alpha)
 
 
 @tensor_method()
 @autocast_policy("lower")
 def addmv(input, mat, vec, *, beta=1, alpha=1) -> Tensor:
     """beta * input + alpha * (mat @ vec)."""
-    _same_dtype("addmv", input, mat, vec)
-    return _blas(input, mv(mat, vec), beta, alpha)
+    return _blas_call("addmv", input, mat, vec, mv, beta, alpha)
 
 
 @tensor_method()
 @autocast_policy("lower")
 def baddbmm(input, batch1, batch2, *, beta=1, alpha=1) -> Tensor:
     """beta * input + alpha * bmm(batch1, batch2)."""
-    _same_dtype("baddbmm", input, batch1, batch2)
-    return _blas(input, bmm(batch1, batch2), beta, alpha)
+    return _blas_call("baddbmm", input, batch1, batch2, bmm, beta, alpha)
+
+
+def _summed_bmm(batch1, batch2) -> Tensor:
+    return bmm(batch1, batch2).sum(0)
 
 
 @tensor_method()
 @autocast_policy("lower")
 def addbmm(input, batch1, batch2, *, beta=1, alpha=1) -> Tensor:
     """beta * input + alpha * Σ_b batch1[b] @ batch2[b]."""
-    _same_dtype("addbmm", input, batch1, batch2)
-    return _blas(input, bmm(batch1, batch2).sum(0), beta, alpha)
+    return _blas_call("addbmm", input, batch1, batch2, _summed_bmm, beta, alpha)
 
 
 @autocast_policy("float32")
@@ -152,7 +156,9 @@ def cdist(x1, x2, p: float = 2.0, compute_mode=None) -> Tensor:
                          f"{tuple(x1.shape)} and {tuple(x2.shape)}")
     if p < 0:
         raise ValueError(f"cdist: p must be non-negative, got {p}")
-    _same_dtype("cdist", x1, x2)
+    if x1.dtype is not x2.dtype:
+        raise DTypeError(f"cdist: expected x1 and x2 of one dtype, got {x1.dtype.name} and "
+                         f"{x2.dtype.name}")
     return vector_norm(x1.unsqueeze(-2) - x2.unsqueeze(-3), p, -1)
 
 
