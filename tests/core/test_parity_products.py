@@ -69,6 +69,13 @@ def test_cross_without_a_dim_of_size_3_is_a_shape_error():
         dl.cross(dl.ones(2, 2), dl.ones(2, 2))
 
 
+def test_cross_without_dim_warns_and_takes_the_first_dim_of_size_3():
+    a, b = dl.randn(2, 3, 3), dl.randn(2, 3, 3)
+    with pytest.warns(UserWarning, match=r"cross: calling it without dim is deprecated.*\(1\)"):
+        out = dl.cross(a, b)
+    assert out.tolist() == dl.cross(a, b, dim=1).tolist()
+
+
 def test_addmm_with_beta_0_ignores_nan_in_input():
     c = dl.tensor([[float("nan"), 1.0], [2.0, 3.0]], requires_grad=True)
     out = dl.addmm(c, dl.eye(2), dl.ones(2, 2), beta=0)

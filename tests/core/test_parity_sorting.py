@@ -43,6 +43,10 @@ CASES = [
     Case("kthvalue_keepdim", lambda m, a: a.kthvalue(3, 1, keepdim=True), [DISTINCT3],
          gradgrad=True),
     Case("mode", lambda m, a: m.mode(a, 1), [REPEATS], grad=False),
+    # the repeated values of REPEATS_F with a's gradient path (b + a - a.detach() equals b):
+    # the gradient reaches the index the mode picked (no gradcheck: a's own value cancels)
+    Case("mode_grad", lambda m, a, b: (b.to(a.dtype) + a - a.detach()).mode(1),
+         [Float((2, 7)), REPEATS_F], gradcheck=False),
     Case("mode_float_keepdim", lambda m, a: a.mode(-1, keepdim=True), [REPEATS_F],
          grad=False),
     Case("unique", lambda m, a: m.unique(a), [REPEATS], grad=False),

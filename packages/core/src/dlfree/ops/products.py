@@ -7,6 +7,8 @@ gradients, and the matrix products refuse mixed dtypes as mm and bmm do.
 
 from __future__ import annotations
 
+import warnings
+
 from ..autograd.autocasting import autocast_policy
 from ..errors import DTypeError, ShapeError
 from ..tensor import Tensor
@@ -86,6 +88,9 @@ def cross(input, other, dim=None) -> Tensor:
         if not sized:
             raise ShapeError(f"cross: no dimension of size 3 in shape {tuple(a.shape)}")
         d = sized[0]
+        warnings.warn("cross: calling it without dim is deprecated (as in torch): the first "
+                      f"dimension of size 3 ({d}) is used; pass dim=, or use "
+                      "dl.linalg.cross (dim=-1)", UserWarning, stacklevel=2)
     else:
         d = normalize_dim(dim, a.ndim, "cross")
     if a.shape[d] != 3:

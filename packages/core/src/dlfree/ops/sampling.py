@@ -11,8 +11,6 @@ from __future__ import annotations
 
 import numbers
 
-import numpy as np
-
 from .. import dtypes
 from ..autograd.function import Function
 from ..creation import zeros_like
@@ -144,16 +142,16 @@ def log_normal_(self, mean: float = 1.0, std: float = 2.0, *, generator=None) ->
 
 def _random_bounds(t: Tensor, low, high) -> tuple:
     """[low, high) for random_: random_() spans the integers the dtype holds exactly."""
-    dt = t._data.dtype
+    dt, xp = t._data.dtype, t._device.xp
     if high is None and low is not None:
         low, high = 0, low
     if high is None:
         if dt.kind == "b":
             return 0, 2
-        high = 2 ** (np.finfo(dt).nmant + 1) + 1 if dt.kind == "f" else int(np.iinfo(dt).max)
+        high = 2 ** (xp.finfo(dt).nmant + 1) + 1 if dt.kind == "f" else int(xp.iinfo(dt).max)
         return 0, high
     if dt.kind in "iub" and dt.kind != "b":
-        info = np.iinfo(dt)
+        info = xp.iinfo(dt)
         if low < info.min or high - 1 > info.max:
             raise ValueError(f"random_: [{low}, {high}) does not fit {t.dtype.name}; valid: "
                              f"[{info.min}, {int(info.max) + 1})")
@@ -169,5 +167,6 @@ def random_(self, from_=None, to=None, *, generator=None) -> Tensor:
         raise ValueError(f"random_: expected from < to, got [{low}, {high})")
     if self._data.dtype.kind == "b" and (low, high) != (0, 2):
         raise DTypeError("random_: a bool tensor takes only random_() or random_(0, 2)")
-    values = rng(generator).integers(low, high, self._data.shape, dtype=np.int64)
+    values = rng(generator).integers(low, high, self._data.shape,
+                                     dtype=dtypes.int64.np)
     return _fill_values(self, values, "random_")
