@@ -69,6 +69,10 @@ def test_in_place_forms_write_into_the_tensor():
     assert x.nan_to_num_(nan=7.0) is x and x.tolist() == [-1.0, 7.0, 2.0]
     x.clamp_min_(0.0)
     assert x.tolist() == [0.0, 7.0, 2.0]
+    with pytest.raises(dl.DTypeError, match="float_power_: the result is float64, which a "
+                                            "float32 tensor cannot hold in place"):
+        x.float_power_(2)
+    assert x.double().float_power_(2).tolist() == [0.0, 49.0, 4.0]
 
 
 def test_ldexp_gradient_is_two_to_the_exponent():

@@ -166,5 +166,16 @@ isreal = _plain_unary("isreal", lambda xp, x: xp.ones(x.shape, dtype=bool),
 
 
 for _name in ("nan_to_num", "clamp_min", "clamp_max", "sgn", "copysign", "ldexp", "nextafter",
-              "float_power", "deg2rad", "rad2deg", "gcd", "lcm", "heaviside"):
+              "deg2rad", "rad2deg", "gcd", "lcm", "heaviside"):
     setattr(Tensor, f"{_name}_", _generic(_name))
+_float_power_into = _generic("float_power")
+
+
+@tensor_method("float_power_")
+def _float_power_inplace(self, exponent) -> Tensor:
+    """In-place `float_power`: only a float64 tensor can hold its result, as in torch."""
+    if self._data.dtype != dtypes.float64.np:
+        raise DTypeError(f"float_power_: the result is float64, which a {self.dtype.name} "
+                         "tensor cannot hold in place; valid: a float64 tensor, e.g. "
+                         "x.double()")
+    return _float_power_into(self, exponent)
