@@ -94,7 +94,7 @@ def parse_json(text: str | bytes, where: str, max_bytes: int = MAX_JSON_BYTES,
     try:
         return json.loads(data.decode("utf-8"), object_pairs_hook=_refuse_duplicates)
     except (ValueError, RecursionError) as e:  # JSONDecodeError and UnicodeError are these
-        raise CheckpointError(f"{where} is not valid JSON: {e}") from None
+        raise CheckpointError(f"{where} is unreadable (not valid JSON: {e})") from None
 
 
 def read_json_file(path: str | os.PathLike, inside: str | os.PathLike | None = None,

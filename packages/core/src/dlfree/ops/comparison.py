@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import numbers
 
+from ..autograd.function import broadcast_error
 from ..errors import DTypeError
 from ..tensor import Tensor
 from ._util import check_kind, promote, tensor_method
@@ -25,7 +26,14 @@ def _binary(name, kernel_name, doc, bitwise=False):
         a, b = promote(input, other, name)
         if bitwise:
             check_kind(a, "biu", name)
-        return Tensor._make(getattr(a._device.xp, kernel_name)(a._data, b._data), a._device)
+        try:
+            out = getattr(a._device.xp, kernel_name)(a._data, b._data)
+        except ValueError as e:
+            error = broadcast_error(name, [a.shape, b.shape])
+            if error is None:
+                raise
+            raise error from e
+        return Tensor._make(out, a._device)
 
     op.__name__ = op.__qualname__ = name
     op.__doc__ = doc
