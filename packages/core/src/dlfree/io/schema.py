@@ -89,7 +89,7 @@ class _ArchitectureCheck:
         self.keys(spec, path, {"shape", "dtype"}, frozenset({"parameter"}))
         shape = spec["shape"]
         if not isinstance(shape, list) or not all(
-                isinstance(d, int) and not isinstance(d, bool) and 0 <= d for d in shape):
+                isinstance(d, int) and not isinstance(d, bool) and d >= 0 for d in shape):
             self.fail(f"{path}.shape", f"expected a list of sizes >= 0, got {shape!r:.80}")
         self.placeholder_elements += math.prod(shape)
         if self.placeholder_elements > self.weight_elements:

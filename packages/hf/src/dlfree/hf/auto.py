@@ -9,7 +9,7 @@ import os
 from dlfree import PluginError, registry
 
 from .configuration import PretrainedConfig
-from .hub import read_config, resolve_folder
+from .hub import config_from, read_config, resolve_folder
 
 __all__ = ["AutoConfig", "AutoModel", "AutoModelForMaskedLM",
            "AutoModelForSequenceClassification", "AutoModelForTokenClassification",
@@ -44,7 +44,7 @@ class AutoConfig:
                                 local_files_only=local_files_only)
         data = read_config(folder)
         arch = architecture_for(data.get("model_type"), f"{folder / 'config.json'}")
-        return arch.config_cls.from_dict(data, **overrides)
+        return config_from(arch.config_cls, data, folder, **overrides)
 
     @staticmethod
     def for_model(model_type: str, /, **fields) -> PretrainedConfig:
