@@ -97,6 +97,29 @@ def parse_json(text: str | bytes, where: str, max_bytes: int = MAX_JSON_BYTES,
         raise CheckpointError(f"{where} is unreadable (not valid JSON: {e})") from None
 
 
+# safetensors' own bound on a header
+MAX_HEADER_BYTES = 100 * 2**20
+
+
+def check_safetensors_header(path: Path) -> dict:
+    """The header of a safetensors file, parsed with the limits above (duplicate names
+    refused) after its length field is checked against the file: the reader then never
+    chooses between two entries of one name."""
+    size = path.stat().st_size
+    with open(path, "rb") as f:
+        prefix = f.read(8)
+        length = int.from_bytes(prefix, "little") if len(prefix) == 8 else -1
+        if length < 2 or length > min(size - 8, MAX_HEADER_BYTES):
+            raise CheckpointError(f"{path} is not a readable safetensors file (corrupt or "
+                                  f"truncated?): its header length field ({length}) does not "
+                                  f"fit a file of {size} bytes")
+        header = parse_json(f.read(length), f"{path}: the safetensors header",
+                            max_bytes=MAX_HEADER_BYTES)
+    if not isinstance(header, dict):
+        raise CheckpointError(f"{path}: the safetensors header is not a JSON object")
+    return header
+
+
 def read_json_file(path: str | os.PathLike, inside: str | os.PathLike | None = None,
                    max_bytes: int = MAX_JSON_BYTES):
     """A JSON file (a config, a shard index) checked by `check_file` and parsed with limits;

@@ -22,6 +22,9 @@ from .tensors import load_tensors, save_tensors
 
 FORMAT = "dlfree-model"
 FORMAT_VERSION = "1"
+# The metadata entries `save` writes: any other in a dl.free model file is damage.
+MODEL_KEYS = {"format", "format_version", "dlfree_version", "architecture", "training"}
+TENSORS_KEYS = {"format", "format_version"}
 
 
 def save(obj, path: str | os.PathLike) -> None:
@@ -55,10 +58,19 @@ def load(path: str | os.PathLike, device=None, verify: bool = True):
     distribution."""
     weights, metadata = load_tensors(path, device=device, verify=verify)
     kind = metadata.get("format")
+    known = {FORMAT: MODEL_KEYS, "dlfree-tensors": TENSORS_KEYS}.get(kind)
+    unknown = sorted(set(metadata) - known) if known is not None else []
+    if unknown:
+        raise CheckpointError(f"{path}: the metadata of a {kind} file has unknown entries "
+                              f"{', '.join(map(repr, unknown))} (the file is damaged)")
     if kind == "dlfree-tensors" or (kind is None and "architecture" not in metadata):
         return weights
     if kind != FORMAT:
         raise CheckpointError(f"{path} is a {kind!r} file, not a dl.free model file")
+    if metadata.get("format_version") != FORMAT_VERSION:
+        raise CheckpointError(f"{path}: model file format version "
+                              f"{metadata.get('format_version')!r} is not supported (this "
+                              f"dl.free reads version {FORMAT_VERSION})")
     if "architecture" not in metadata:
         raise CheckpointError(f"{path}: the metadata has no architecture")
     architecture = parse_json(metadata["architecture"], f"{path}: the architecture")

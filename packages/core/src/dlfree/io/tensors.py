@@ -11,9 +11,10 @@ import safetensors.numpy
 
 from ..errors import CheckpointError
 from ..tensor import Tensor
+from . import integrity
 from .atomic import atomic_write
 from .integrity import DIGEST_KEY, digest
-from .limits import check_file
+from .limits import check_file, check_safetensors_header
 
 
 def _host_array(name: str, value) -> np.ndarray:
@@ -61,7 +62,7 @@ def load_tensors(path: str | os.PathLike, device=None, verify: bool = True,
     (written by other tools) load unchecked, unless `require_digest`."""
     from ..creation import tensor as make_tensor
 
-    check_file(path)
+    check_safetensors_header(check_file(path))
     try:
         with safetensors.safe_open(os.fspath(path), framework="numpy") as f:
             metadata = dict(f.metadata() or {})
@@ -69,10 +70,5 @@ def load_tensors(path: str | os.PathLike, device=None, verify: bool = True,
     except Exception as e:  # SafetensorError, and what a hostile header makes NumPy raise
         raise CheckpointError(f"{path} is not a readable safetensors file "
                               f"(corrupt or truncated?): {e}") from None
-    expected = metadata.pop(DIGEST_KEY, None)
-    if require_digest and expected is None:
-        raise CheckpointError(f"{path} has no digest, so its contents cannot be trusted")
-    if verify and expected is not None and digest(metadata, arrays) != expected:
-        raise CheckpointError(f"{path}: the data does not match its digest (the file is "
-                              "corrupt; it changed after dl.free wrote it)")
+    metadata = integrity.verify(path, metadata, arrays, required=require_digest, check=verify)
     return {name: make_tensor(a, device=device) for name, a in arrays.items()}, metadata

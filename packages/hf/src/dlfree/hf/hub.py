@@ -14,7 +14,8 @@ from pathlib import Path
 
 from dlfree import CheckpointError
 from dlfree.io import atomic_write, save_tensors
-from dlfree.io.limits import check_file, parse_json, read_json_file
+from dlfree.io.integrity import verify
+from dlfree.io.limits import check_file, check_safetensors_header, parse_json, read_json_file
 
 import numpy as np
 import safetensors
@@ -34,6 +35,8 @@ MAX_CONFIG_BYTES = 16 * 2**20
 MAX_CONFIG_INT = 2**24
 # Sizes that are dimensions of the weights, so a config is checked against the checkpoint.
 WEIGHT_DIMENSIONS = ("hidden_size", "intermediate_size", "vocab_size")
+# Counts of blocks, each of which holds at least one weight.
+BLOCK_COUNTS = ("num_hidden_layers",)
 
 # What a model or tokenizer needs from a repo: no pickles, no other frameworks' weights.
 DOWNLOAD_PATTERNS = ["*.json", "*.safetensors", "*.txt", "*.model"]
@@ -121,6 +124,11 @@ def check_sizes(config, state: Mapping[str, np.ndarray], folder: Path) -> None:
     dimensions = {d for a in state.values() for d in a.shape}
     if not dimensions:
         return
+    for name in BLOCK_COUNTS:
+        value = getattr(config, name, None)
+        if isinstance(value, int) and value > len(state):
+            raise CheckpointError(f"{where}: {name}={value} blocks cannot come from the "
+                                  f"{len(state)} weights in {folder}")
     for name in WEIGHT_DIMENSIONS:
         value = getattr(config, name, None)
         if isinstance(value, int) and value not in dimensions:
@@ -195,21 +203,27 @@ def _bfloat16_as_float32(path: Path, name: str) -> np.ndarray:
 
 def read_weights(folder: Path) -> dict[str, np.ndarray]:
     """Every weight of a checkpoint folder as host NumPy arrays, by name (bfloat16 weights
-    widened to float32). A corrupt file raises CheckpointError naming it."""
+    widened to float32). A corrupt file raises CheckpointError naming it, as does one whose
+    data does not match the digest dl.free wrote with it."""
     state: dict[str, np.ndarray] = {}
     for path in weight_files(folder):
+        check_safetensors_header(path)
         try:
             with safetensors.safe_open(os.fspath(path), framework="numpy") as f:
+                metadata = dict(f.metadata() or {})
+                arrays = {}
                 for name in f.keys():  # noqa: SIM118 (a safe_open handle is not a dict)
                     if f.get_slice(name).get_dtype() == "BF16":
-                        state[name] = _bfloat16_as_float32(path, name)
+                        arrays[name] = _bfloat16_as_float32(path, name)
                     else:
-                        state[name] = f.get_tensor(name)
+                        arrays[name] = f.get_tensor(name)
         except CheckpointError:
             raise
         except Exception as e:  # SafetensorError, and what a hostile header makes NumPy raise
             raise CheckpointError(f"{path} is not a readable safetensors file (corrupt or "
                                   f"truncated?): {e}") from None
+        verify(path, metadata, arrays)  # (dl.free's own files carry a digest; others pass)
+        state.update(arrays)
     return state
 
 

@@ -25,6 +25,8 @@ import numpy as np
 
 FORMAT = "dlfree-training-checkpoint"
 FORMAT_VERSION = "1"
+# The metadata entries `write_checkpoint` writes: any other is damage.
+METADATA_KEYS = {"format", "format_version", "dlfree_version", "state"}
 _NAME = re.compile(r"^checkpoint-(\d+)\.safetensors$")
 
 
@@ -120,6 +122,10 @@ def read_checkpoint(path: str | os.PathLike) -> tuple[dict, dict]:
         raise CheckpointError(f"{path}: training checkpoint format version "
                               f"{metadata.get('format_version')!r} is not supported (this "
                               f"dl.free reads version {FORMAT_VERSION})")
+    unknown = sorted(set(metadata) - METADATA_KEYS)
+    if unknown:
+        raise CheckpointError(f"{path}: the training checkpoint's metadata has unknown entries "
+                              f"{', '.join(map(repr, unknown))} (the file is damaged)")
     state = parse_json(metadata.get("state", ""), f"{path}: the state in the metadata")
     return state, tensors
 
