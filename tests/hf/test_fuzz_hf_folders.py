@@ -1,6 +1,7 @@
-"""Fuzzing the HF folder reader (`AutoModel.from_pretrained`: config, shard index, paths, weights): every damaged file is refused with
-a CheckpointError naming it, or loads exactly as the original (support.fuzz explains the
-cases and the memory-limited child process that loads them)."""
+"""Fuzzing the HF folder reader (`AutoModel.from_pretrained`: config, shard index, paths,
+weights): every damaged folder is refused with a CheckpointError naming the file, or loads
+exactly as the original (support.fuzz explains the cases and the memory-limited child
+process that loads them)."""
 
 from __future__ import annotations
 

@@ -1,6 +1,7 @@
-"""Fuzzing the training-state reader (`read_checkpoint`, then the Trainer's schema and fit checks and the restore): every damaged file is refused with
-a CheckpointError naming it, or loads exactly as the original (support.fuzz explains the
-cases and the memory-limited child process that loads them)."""
+"""Fuzzing the training-state reader (`read_checkpoint`, then the Trainer's schema and fit
+checks and the restore): every damaged file is refused with a CheckpointError naming it, or
+loads exactly as the original (support.fuzz explains the cases and the memory-limited child
+process that loads them)."""
 
 from __future__ import annotations
 
