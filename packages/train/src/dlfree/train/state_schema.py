@@ -107,6 +107,15 @@ def check_structure(state, tensors: dict, path) -> None:
         c.fail("progress.batches_done", "expected true or false")
     for key in ("model", "grads", "history", "callbacks"):
         c.mapping(state[key], key)
+    for name, series in state["history"].items():
+        c.keys(series, f"history.{name}", {"values", "steps"})
+        values, steps = series["values"], series["steps"]
+        if not (isinstance(values, list) and isinstance(steps, list) and
+                len(values) == len(steps) and
+                all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in values) and
+                all(isinstance(v, int) and not isinstance(v, bool) for v in steps)):
+            c.fail(f"history.{name}", "expected equally long lists of values (numbers) and "
+                                      "steps (ints)")
     rng = c.keys(state["rng"], "rng", _RNG_KEYS)
     if not isinstance(rng["state"], dict) or not all(
             isinstance(v, int) and not isinstance(v, bool) for v in rng["state"].values()):
@@ -154,4 +163,4 @@ def check_fits(trainer, state, tensors: dict, path) -> None:
         for name, value in values.items():
             if getattr(value, "ndim", 0) and value.dtype != p.dtype:
                 c.fail(f"optimizer.state.{index}.{name}",
-                       f"a {value.dtype} statistic for a {p.dtype} parameter")
+                       f"a {value.dtype.name} statistic for a {p.dtype.name} parameter")
