@@ -9,8 +9,12 @@ from __future__ import annotations
 from .errors import PluginError
 
 
+def _a(noun: str) -> str:
+    return f"{'an' if noun[:1].lower() in 'aeiou' else 'a'} {noun}"
+
+
 def _what(obj) -> str:
-    return f"{obj!r:.60} (a {type(obj).__name__})"
+    return f"{obj!r:.60} ({_a(type(obj).__name__)})"
 
 
 def check_name(kind: str, name, dist: str) -> str:
@@ -38,7 +42,7 @@ def check_entry(kind: str, noun: str, obj, dist: str) -> None:
         return
     if not isinstance(obj, type):
         raise PluginError(f"the plugin from distribution {dist!r} registered {_what(obj)} as "
-                          f"a {noun}; register the {noun} class itself")
+                          f"{_a(noun)}; register the {noun} class itself")
 
 
 def check_architecture(model_type, config_cls, heads, dist: str) -> None:
