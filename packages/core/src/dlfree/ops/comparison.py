@@ -11,7 +11,7 @@ import numbers
 from ..autograd.function import broadcast_error
 from ..errors import DTypeError
 from ..tensor import Tensor
-from ._util import check_kind, promote, tensor_method
+from ._util import check_broadcast, check_kind, promote, tensor_method
 
 __all__ = ["eq", "ne", "lt", "le", "gt", "ge", "greater", "less", "greater_equal",
            "less_equal", "not_equal", "logical_and", "logical_or", "logical_xor",
@@ -109,12 +109,14 @@ isfinite = _unary("isfinite", lambda xp, x: xp.isfinite(x), "True where neither 
 def isclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):
     """|input - other| <= atol + rtol * |other|, elementwise, as a bool tensor."""
     a, b = promote(input, other, "isclose")
+    check_broadcast("isclose", a, b)
     return Tensor._make(a._device.xp.isclose(a._data, b._data, rtol, atol, equal_nan), a._device)
 
 
 @tensor_method()
 def allclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False) -> bool:
     """True when `isclose` holds everywhere."""
+    check_broadcast("allclose", input, other)
     return bool(isclose(input, other, rtol, atol, equal_nan)._data.all())
 
 
