@@ -97,6 +97,24 @@ def test_an_architecture_naming_a_function_is_refused_as_a_missing_layer(saved):
     assert "m.safetensors" in str(caught.value)
 
 
+class _NotAModule:
+    def __init__(self, size=1):
+        self.size = size
+
+
+def test_an_architecture_whose_root_is_not_a_module_is_refused(saved):
+    plugin = type("Plugin", (), {"dlfree_register_layers": staticmethod(dl.hookimpl(
+        lambda register: register(_NotAModule)))})
+    name = dl.plugins.register(plugin)
+    try:
+        _with_architecture(saved, {"$module": "_NotAModule", "config": {"size": 2}})
+        with pytest.raises(dl.CheckpointError, match="builds a _NotAModule, which is not a "
+                                                     "module"):
+            dl.load(saved)
+    finally:
+        dl.plugins.unregister(name)
+
+
 @pytest.mark.parametrize("edit, match", [
     (lambda a: a["config"]["args"][0]["config"].update(in_features=10**8),
      r"invalid at the model.args\[0\].in_features: 100000000 is larger than the file.s "

@@ -87,6 +87,10 @@ def load(path: str | os.PathLike, device=None, verify: bool = True):
     except Exception as e:  # a layer's own validation of its arguments, or no memory for it
         raise CheckpointError(f"{path}: rebuilding the model from its architecture failed: "
                               f"{type(e).__name__}: {e}") from e
+    if not is_module(model):
+        raise CheckpointError(f"{path}: the architecture's root, the layer "
+                              f"{architecture['$module']!r}, builds a {type(model).__name__}, "
+                              "which is not a module (get_config and state_dict)")
     check_tensors_fit(weights, model.state_dict(), "the weights", str(path))
     model.load_state_dict(weights, strict=True)
     if hasattr(model, "train"):
