@@ -5,7 +5,7 @@ from __future__ import annotations
 import threading
 import traceback
 
-from ..errors import AutogradError, DeviceError
+from ..errors import AutogradError, DeviceError, ShapeError
 from ..tensor import Tensor
 from .autocast_state import AUTOCAST
 from .grad_mode import STATE
@@ -73,11 +73,17 @@ class Function:
         fn.xp = device.xp
         fn.device = device
         fn.needs_input_grad = tuple([t.requires_grad for t in inputs]) if record else None
-        if STATE.quiet:
-            out = fn.forward(*[t._data for t in inputs], **params)
-        else:
-            with device.context():
+        try:
+            if STATE.quiet:
                 out = fn.forward(*[t._data for t in inputs], **params)
+            else:
+                with device.context():
+                    out = fn.forward(*[t._data for t in inputs], **params)
+        except ValueError as e:  # the array library's broadcasting failure, made ours
+            error = broadcast_error(cls.__name__.lower(), [t.shape for t in inputs])
+            if error is None:
+                raise
+            raise error from e
         if type(out) is not device.array_type:
             out = device.xp.asarray(out)
         result = _make(out, device)
@@ -158,6 +164,25 @@ class Function:
         if pre_hooks:
             self.pre_hooks = pre_hooks
         self._freed = True
+
+
+def broadcast_error(op: str, shapes: list) -> ShapeError | None:
+    """The `ShapeError` naming `op` and the shapes, if `shapes` (of two or more operands) do
+    not broadcast together under NumPy's rules; None if they do."""
+    if len(shapes) < 2:
+        return None
+    result: list[int] = []
+    for shape in shapes:
+        shape = tuple(shape)
+        width = max(len(result), len(shape))
+        a = [1] * (width - len(result)) + result
+        b = [1] * (width - len(shape)) + list(shape)
+        if any(x != y and 1 not in (x, y) for x, y in zip(a, b)):
+            listed = " and ".join(str(tuple(s)) for s in shapes)
+            return ShapeError(f"{op}: the shapes {listed} cannot be broadcast together (each "
+                              "dim, aligned from the right, must be equal or 1)")
+        result = [max(x, y) if 1 in (x, y) else x for x, y in zip(a, b)]
+    return None
 
 
 _make = Tensor._make  # a global: one lookup fewer in the hot Function.apply

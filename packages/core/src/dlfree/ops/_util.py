@@ -8,6 +8,7 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 from .. import dtypes
+from ..autograd.function import broadcast_error
 from ..autograd.grad_mode import STATE
 from ..errors import DTypeError, ShapeError
 from ..tensor import Tensor
@@ -157,3 +158,11 @@ def running(xp, a, combine):
         out[..., shift:] = combine(out[..., shift:], out[..., :-shift])
         shift *= 2
     return out
+
+
+def check_broadcast(op: str, *operands) -> None:
+    """Refuse, naming `op` and the shapes, tensor operands that do not broadcast together:
+    for ops built from several Functions, whose own errors would name an inner op."""
+    error = broadcast_error(op, [t.shape for t in operands if isinstance(t, Tensor)])
+    if error is not None:
+        raise error

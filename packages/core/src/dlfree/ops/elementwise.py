@@ -18,7 +18,7 @@ from ..autograd.grad_mode import STATE
 from ..creation import zeros, zeros_like
 from ..errors import DTypeError
 from ..tensor import Tensor
-from ._util import check_kind, promote, scalar_tensor, sum_to, tensor_method
+from ._util import check_broadcast, check_kind, promote, scalar_tensor, sum_to, tensor_method
 
 __all__ = [
     "add", "sub", "subtract", "mul", "multiply", "div", "divide", "true_divide", "pow",
@@ -345,6 +345,7 @@ def _rounded_div(input, other, mode: str, op: str) -> Tensor:
         raise ValueError(f"div: rounding_mode must be None, 'floor' or 'trunc', got {mode!r}")
     a, b = promote(input, other, op)
     check_kind(a, "iuf", op)
+    check_broadcast(op, a, b)
     return RoundedDiv.apply(a, b, mode=mode, op=op)
 
 
@@ -529,6 +530,7 @@ def lerp(input, end, weight):
     if isinstance(end, Tensor) and end.dtype is not input.dtype:
         raise DTypeError(f"lerp: expected end of dtype {input.dtype.name} (as input), got "
                          f"{end.dtype.name}")
+    check_broadcast("lerp", input, end, weight)
     return input + weight * (end - input)
 
 
@@ -543,6 +545,7 @@ def _checked_value(value, operands, op: str) -> None:
 def addcmul(input, tensor1, tensor2, *, value=1):
     """input + value * tensor1 * tensor2, broadcast."""
     _checked_value(value, (input, tensor1, tensor2), "addcmul")
+    check_broadcast("addcmul", input, tensor1, tensor2)
     product = tensor1 * tensor2
     return input + (product if value == 1 else product * value)
 
@@ -557,6 +560,7 @@ def addcdiv(input, tensor1, tensor2, *, value=1):
                          f"{tensor2.dtype.name} is not supported; valid: a floating-point "
                          "tensor1 or tensor2")
     _checked_value(value, (input, tensor1, tensor2), "addcdiv")
+    check_broadcast("addcdiv", input, tensor1, tensor2)
     quotient = tensor1 / tensor2
     return input + (quotient if value == 1 else quotient * value)
 

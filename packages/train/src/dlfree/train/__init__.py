@@ -12,11 +12,13 @@ from .callbacks import (
     ProgressBar,
     ReduceOnStall,
 )
+from .events import CallbackError, CallbackWarning
 from .history import History, Series
 from .state import TrainState
 from .state_file import ResumeWarning, read_checkpoint, write_checkpoint
 from .trainer import Trainer
 
 __all__ = ["Trainer", "History", "Series", "TrainState", "ResumeWarning", "callbacks",
+           "CallbackError", "CallbackWarning",
            "read_checkpoint", "write_checkpoint", "ModelCheckpoint", "EarlyStopping",
            "CSVLogger", "JSONLLogger", "LRMonitor", "ReduceOnStall", "ProgressBar", "HTMLReport"]
