@@ -65,6 +65,7 @@ from .ops.indexing import *  # noqa: E402,F403
 from .ops.inplace import *  # noqa: E402,F403
 from .ops.linalg import *  # noqa: E402,F403
 from .ops.reduction import *  # noqa: E402,F403
+from .ops.scatter import *  # noqa: E402,F403
 from .ops.shape import *  # noqa: E402,F403
 from .ops.softmax import *  # noqa: E402,F403
 from .random import Generator, get_rng_state, initial_seed, manual_seed, seed, set_rng_state  # noqa: E402,I001

@@ -28,10 +28,11 @@ from .indexing import *  # noqa: F403
 from .inplace import *  # noqa: F403
 from .linalg import *  # noqa: F403
 from .reduction import *  # noqa: F403
+from .scatter import *  # noqa: F403
 from .shape import *  # noqa: F403
 from .softmax import *  # noqa: F403
 
 TENSOR_FAMILIES = ("cast", "comparison", "elementwise", "indexing", "inplace", "linalg",
-                   "reduction", "shape", "softmax")
+                   "reduction", "scatter", "shape", "softmax")
 __all__ = [name for family in TENSOR_FAMILIES
            for name in importlib.import_module(f"{__name__}.{family}").__all__]
