@@ -2,7 +2,15 @@
 
 from dlfree import Parameter
 
-from . import init, parallel
+from . import geometric, init, parallel
+from .capsules import (
+    CapsuleDecoder,
+    CapsuleMarginLoss,
+    PrimaryCapsules,
+    RoutingCapsules,
+    capsule_margin_loss,
+    squash,
+)
 from .attention import MultiheadAttention
 from .containers import (
     Identity,
