@@ -167,16 +167,16 @@ class TransformerConv(Module):
         self.concat, self.beta, self.dropout = concat, beta and root_weight, dropout
         self.edge_dim, self.root_weight = edge_dim, root_weight
         width = heads * out_channels
-        self.lin_key = glorot_linear(in_channels, width)
-        self.lin_query = glorot_linear(in_channels, width)
-        self.lin_value = glorot_linear(in_channels, width)
+        self.lin_key = glorot_linear(in_channels, width, bias=bias)
+        self.lin_query = glorot_linear(in_channels, width, bias=bias)
+        self.lin_value = glorot_linear(in_channels, width, bias=bias)
         if edge_dim is not None:
             self.lin_edge = glorot_linear(edge_dim, width, bias=False)
         out_width = width if concat else out_channels
-        if root_weight:
-            self.lin_skip = glorot_linear(in_channels, out_width, bias=bias)
-            if self.beta:
-                self.lin_beta = glorot_linear(3 * out_width, 1, bias=False)
+        # PyG keeps lin_skip even with root_weight=False (unused then), so state_dicts match
+        self.lin_skip = glorot_linear(in_channels, out_width, bias=bias)
+        if self.beta:
+            self.lin_beta = glorot_linear(3 * out_width, 1, bias=False)
 
     def forward(self, x, edge_index, edge_attr=None, return_attention_weights=None):
         check_edge_index(edge_index, "TransformerConv")

@@ -142,16 +142,15 @@ def add_remaining_self_loops(edge_index: Tensor, edge_attr: Tensor | None = None
     if edge_attr is None:
         return out, None
     loops = _loop_values(edge_attr, fill_value, edge_index[1], n)
-    is_loop = _array(edge_index[0]) == _array(edge_index[1])
+    is_loop = ~keep.array
     if is_loop.any():
         xp = edge_index.device.xp
-        at = xp.flatnonzero(is_loop)
-        nodes = _array(edge_index[0])[at]
-        # the last loop of a node wins, as PyG's assignment does
-        last = xp.unique(nodes[::-1], return_index=True)[1]
-        pick = at[::-1][last]
-        loops = dl.index_put(loops, (_wrap(nodes[::-1][last], edge_index),),
-                             edge_attr[_wrap(pick, edge_index)])
+        at = xp.flatnonzero(is_loop)[::-1]
+        nodes, last = xp.unique(_array(edge_index[0])[at], return_index=True)
+        # a node's last loop wins, as PyG's assignment in edge order does; unlike PyG's
+        # gradient (torch's index_put sends it to every duplicate), only that loop gets it
+        loops = dl.index_put(loops, (_wrap(nodes, edge_index),),
+                             edge_attr[_wrap(at[last], edge_index)])
     return out, dl.cat([edge_attr[keep], loops], 0)
 
 
