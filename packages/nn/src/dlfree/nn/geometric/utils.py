@@ -56,7 +56,7 @@ def scatter(src: Tensor, index: Tensor, dim: int = 0, dim_size: int | None = Non
             reduce: str = "sum") -> Tensor:
     """Reduce the slices of `src` along `dim` that share an `index` (1-d, one per slice)
     into `dim_size` slices (default index.max() + 1); "sum"/"add", "mean", "max"/"amax",
-    "min"/"amin", "mul"/"prod". A slice no index names is 0, as in PyG."""
+    "min"/"amin", "mul"/"prod". A slice no index names is 0 (1 for a product), as in PyG."""
     if reduce not in _REDUCES:
         raise ValueError(f"scatter: reduce must be one of {', '.join(map(repr, _REDUCES))}, "
                          f"got {reduce!r}")
@@ -64,8 +64,8 @@ def scatter(src: Tensor, index: Tensor, dim: int = 0, dim_size: int | None = Non
     n = maybe_num_nodes(index, dim_size)
     shape = list(src.shape)
     shape[d] = n
-    out = dl.zeros(*shape, dtype=src.dtype, device=src.device)
     op = _REDUCES[reduce]
+    out = (dl.ones if op == "prod" else dl.zeros)(*shape, dtype=src.dtype, device=src.device)
     if op == "sum":
         return out.index_add(d, index, src)
     return out.index_reduce(d, index, src, op, include_self=False)
