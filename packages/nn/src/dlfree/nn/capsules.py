@@ -100,10 +100,14 @@ class RoutingCapsules(Module):
         if u.ndim != 3 or u.shape[1:] != (self.in_capsules, self.in_dim):
             raise dl.ShapeError(f"RoutingCapsules: expected input (B, {self.in_capsules}, "
                                 f"{self.in_dim}), got {tuple(u.shape)}")
-        # u_hat[b, i, j, :] = W[i, j] @ u[b, i]
-        u_hat = (self.weight.unsqueeze(0) @ u.reshape(u.shape[0], self.in_capsules, 1,
-                                                      self.in_dim, 1)).squeeze(-1)
-        logits = dl.zeros(u.shape[0], self.in_capsules, self.out_capsules, dtype=u.dtype,
+        # u_hat[b, i, j] = W[i, j] @ u[b, i], as one product per input capsule i over the
+        # whole batch: (in, out * out_dim, in_dim) @ (in, in_dim, B), not B * in * out tiny ones
+        b = u.shape[0]
+        flat_w = self.weight.reshape(self.in_capsules, self.out_capsules * self.out_dim,
+                                     self.in_dim)
+        u_hat = (flat_w @ u.permute(1, 2, 0)).reshape(
+            self.in_capsules, self.out_capsules, self.out_dim, b).permute(3, 0, 1, 2)
+        logits = dl.zeros(b, self.in_capsules, self.out_capsules, dtype=u.dtype,
                           device=u.device)
         for r in range(self.routing_iterations):
             c = F.softmax(logits, dim=2)
