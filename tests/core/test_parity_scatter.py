@@ -41,20 +41,35 @@ def quiet(fn):
     return call
 
 
+def _scatter_call(reduce, include_self):
+    return lambda m, a, i, s: a.scatter_reduce(0, i, s, reduce, include_self=include_self)
+
+
+def _slices_call(reduce, include_self):
+    """scatter_reduce with a 1-d index broadcast along dim 1: the grouped-slices path."""
+    return lambda m, a, i, s: m.scatter_reduce(a, 0, i.reshape(-1, 1).expand(6, 3), s, reduce,
+                                               include_self=include_self)
+
+
+def _index_reduce_call(reduce, include_self):
+    return quiet(lambda m, a, i, s: a.index_reduce(0, i, s, reduce, include_self=include_self))
+
+
+def _segment_call(reduce):
+    return lambda m, x, n: m.segment_reduce(x, reduce, lengths=n)
+
+
 def _scatter_rows():
     rows = []
     for reduce in ("sum", "mean", "amax", "amin", "prod"):
         for include_self in (True, False):
             tag = f"{reduce}_{'self' if include_self else 'noself'}"
-            twice = reduce in ("sum", "mean", "amax", "amin")
-            fn = (lambda r, inc: lambda m, a, i, s: a.scatter_reduce(0, i, s, r,
-                                                                     include_self=inc))(
-                reduce, include_self)
+            twice = reduce != "prod"  # torch has no double backward for prod
+            fn = _scatter_call(reduce, include_self)
             rows.append(Case(f"scatter_reduce_{tag}", cubed(fn) if twice else fn,
                              [X, IDX, SRC], gradgrad=twice))
-            expanded = (lambda r, inc: lambda m, a, i, s: m.scatter_reduce(
-                a, 0, i.reshape(-1, 1).expand(6, 3), s, r, include_self=inc))(reduce, include_self)
-            rows.append(Case(f"scatter_reduce_slices_{tag}", expanded, [X, ROW_IDX, SRC]))
+            rows.append(Case(f"scatter_reduce_slices_{tag}", _slices_call(reduce, include_self),
+                             [X, ROW_IDX, SRC]))
     return rows
 
 
@@ -86,20 +101,18 @@ CASES = [
          [S, ROW_IDX, (6, 3)], gradgrad=True),
     Case("index_add_dim1_alpha", lambda m, a, i, s: m.index_add(a, 1, i, s, alpha=0.5),
          [(2, 4, 3), Int((7,), 0, 4), (2, 7, 3)]),
-    *[Case(f"index_reduce_{r}_{inc}", (lambda r, inc: quiet(lambda m, a, i, s: a.index_reduce(
-        0, i, s, r, include_self=inc)))(r, inc), [X, ROW_IDX, SRC],
-        gradgrad=r in ("mean", "amax"))
+    *[Case(f"index_reduce_{r}_{inc}", _index_reduce_call(r, inc), [X, ROW_IDX, SRC],
+           gradgrad=r in ("mean", "amax"))
       for r in ("prod", "mean", "amax", "amin") for inc in (True, False)],
     Case("index_reduce_dim1", quiet(lambda m, a, i, s: m.index_reduce(a, 1, i, s, "mean")),
          [(3, 4), Int((6,), 0, 4), (3, 6)]),
     # segment_reduce (torch has no double backward for it)
     # an empty segment gives nan or inf for mean, max and min: no finite differences there
-    *[Case(f"segment_reduce_{r}", (lambda r: lambda m, x, n: m.segment_reduce(
-        x, r, lengths=n))(r), [Float((7, 3), distinct=True), Fixed([2, 0, 4, 1])],
-        gradcheck=r in ("sum", "prod"))
+    *[Case(f"segment_reduce_{r}", _segment_call(r),
+           [Float((7, 3), distinct=True), Fixed([2, 0, 4, 1])], gradcheck=r in ("sum", "prod"))
       for r in ("sum", "mean", "max", "min", "prod")],
-    *[Case(f"segment_reduce_{r}_no_empty", (lambda r: lambda m, x, n: m.segment_reduce(
-        x, r, lengths=n))(r), [Float((7, 2), distinct=True), Fixed([3, 1, 3])])
+    *[Case(f"segment_reduce_{r}_no_empty", _segment_call(r),
+           [Float((7, 2), distinct=True), Fixed([3, 1, 3])])
       for r in ("mean", "max", "min")],
     Case("segment_reduce_offsets", lambda m, x, o: m.segment_reduce(x, "sum", offsets=o),
          [(6, 2), Fixed([0, 3, 3, 6])]),

@@ -294,10 +294,10 @@ def segment_softmax(src, index, num_segments: int | None = None, *, dim: int = 0
     d = normalize_dim(dim, src.ndim, "segment_softmax")
     if not isinstance(index, Tensor) or index.ndim != 1 or index._data.dtype.kind not in "iu" \
             or index.shape[0] != src.shape[d]:
+        got = f"{index.dtype.name} of shape {tuple(index.shape)}" \
+            if isinstance(index, Tensor) else type(index).__name__
         raise ShapeError(f"segment_softmax: index must be a 1-d integer tensor with one entry "
-                         f"per slice of src along dim {d} ({src.shape[d]}), got "
-                         f"{index.dtype.name if isinstance(index, Tensor) else type(index).__name__}"
-                         f" of shape {tuple(getattr(index, 'shape', ()))}")
+                         f"per slice of src along dim {d} ({src.shape[d]}), got {got}")
     idx = index._data
     if idx.size and int(idx.min()) < 0:
         raise IndexError(f"segment_softmax: index holds {int(idx.min())}; valid: >= 0")

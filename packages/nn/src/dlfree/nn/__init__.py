@@ -3,6 +3,7 @@
 from dlfree import Parameter
 
 from . import geometric, init, parallel
+from .attention import MultiheadAttention
 from .capsules import (
     CapsuleDecoder,
     CapsuleMarginLoss,
@@ -11,7 +12,6 @@ from .capsules import (
     capsule_margin_loss,
     squash,
 )
-from .attention import MultiheadAttention
 from .containers import (
     Identity,
     ModuleDict,
