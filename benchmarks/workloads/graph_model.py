@@ -32,41 +32,36 @@ def same_weights(theirs, ours):
     ours.load_state_dict({k: v.detach().numpy().copy() for k, v in theirs.state_dict().items()})
 
 
+def training_step(model, problem, as_tensor, F, optimizer):
+    """A training step over `problem` (edge_index, x, labels) that returns the loss, in a
+    framework with torch's API: dl.free and torch run this same code, given their tensor
+    constructor, functional module and SGD class."""
+    edge_index, x, y = (as_tensor(a) for a in problem)
+    opt = optimizer(model.parameters(), lr=LR)
+
+    def step():
+        loss = F.cross_entropy(model(x, edge_index), y)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        return loss
+
+    return step
+
+
 def dlfree_step(model, problem):
-    """A dl.free training step over `problem` (edge_index, x, labels) that returns the loss."""
     import dlfree as dl
     import dlfree.functional as F
     from dlfree import optim
 
-    edge_index, x, y = (dl.tensor(a) for a in problem)
-    opt = optim.SGD(model.parameters(), lr=LR)
-
-    def step():
-        loss = F.cross_entropy(model(x, edge_index), y)
-        opt.zero_grad()
-        loss.backward()
-        opt.step()
-        return loss
-
-    return step
+    return training_step(model, problem, dl.tensor, F, optim.SGD)
 
 
 def torch_step(model, problem):
-    """The same step in PyTorch for a PyG model."""
     import torch
-    import torch.nn.functional as F
 
-    edge_index, x, y = (torch.from_numpy(a) for a in problem)
-    opt = torch.optim.SGD(model.parameters(), lr=LR)
-
-    def step():
-        loss = F.cross_entropy(model(x, edge_index), y)
-        opt.zero_grad()
-        loss.backward()
-        opt.step()
-        return loss
-
-    return step
+    return training_step(model, problem, torch.from_numpy, torch.nn.functional,
+                         torch.optim.SGD)
 
 
 def two_layers(lib, first, second, activation):
