@@ -143,6 +143,6 @@ def test_graph_classification_learns_the_shapes():
 
 
 def test_capsnet_digits_learns_in_one_short_epoch():
-    out = run_example("capsnet_digits.py", "--epochs", "1", "--limit", "192")
+    out = run_example("capsnet_digits.py", "--epochs", "1", "--limit", "128")
     accuracy = numbers(r"held-out accuracy (\d+\.\d)%", out)
     assert accuracy and accuracy[0] > 40.0, out  # ten classes: guessing gets a tenth
