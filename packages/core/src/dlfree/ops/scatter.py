@@ -70,9 +70,8 @@ def _at_sources(g: Tensor, t: Targets) -> Tensor:
 
 
 class ScatterReduce(Function):
-    """A copy of `x` with the source block `src` reduced into it at `targets`."""
-
-    autocast = "promote"
+    """A copy of `x` with the source block `src` reduced into it at `targets`. No autocast
+    policy: torch has none for these ops, and src must have x's dtype (index_add casts)."""
 
     def forward(self, x, src, targets, reduce, include_self):
         xp, t = self.xp, targets
@@ -96,7 +95,7 @@ class ScatterReduce(Function):
         else:
             out = xp.where(hit, red, base)
         if reduce in ("amax", "amin", "prod") and self.needs_input_grad:
-            self.saved = (base, values, out)
+            self.arrays = (base, values, out)
         return _ungrouped(xp, out.astype(x.dtype, copy=False), t, x.shape)
 
     def _constants(self, dtype):
@@ -111,7 +110,7 @@ class ScatterReduce(Function):
             denom = xp.maximum(self.counts + self.include_self, 1)[:, None].astype(dtype)
             a = 1 / denom if self.include_self else keeps_x.astype(dtype)
             return a, 1 / denom, None
-        base, values, out = self.saved
+        base, values, out = self.arrays
         at = out[t.ids]
         if reduce in ("amax", "amin"):
             ties_src = (values == at).astype(dtype)
