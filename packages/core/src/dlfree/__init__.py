@@ -71,6 +71,7 @@ from .ops.pointwise import *  # noqa: E402,F403
 from .ops.products import *  # noqa: E402,F403
 from .ops.reduction import *  # noqa: E402,F403
 from .ops.sampling import *  # noqa: E402,F403
+from .ops.scatter import *  # noqa: E402,F403
 from .ops.shape import *  # noqa: E402,F403
 from .ops.softmax import *  # noqa: E402,F403
 from .ops.sorting import *  # noqa: E402,F403

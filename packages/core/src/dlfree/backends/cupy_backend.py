@@ -60,6 +60,23 @@ class CupyBackend(Backend):
 
         cupyx.scatter_add(target, index, values)
 
+    def group_reduce(self, values, ids, n: int, reduce: str):
+        """CuPy's ufuncs have no `reduceat`: atomic scatters into an identity-filled output
+        instead (cupyx's for sum, max and min; `multiply.at` for the product)."""
+        import cupyx
+
+        from .segments import identity
+
+        out = self.xp.full((n,) + values.shape[1:], identity(self.xp, reduce, values.dtype),
+                           dtype=values.dtype)
+        scatter = {"sum": cupyx.scatter_add, "amax": cupyx.scatter_max,
+                   "amin": cupyx.scatter_min}.get(reduce)
+        if scatter is None:
+            self.xp.multiply.at(out, ids, values)
+        else:
+            scatter(out, ids, values)
+        return out
+
     def erf(self, x):
         import cupyx.scipy.special
 

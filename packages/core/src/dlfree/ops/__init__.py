@@ -34,6 +34,7 @@ from .pointwise import *  # noqa: F403
 from .products import *  # noqa: F403
 from .reduction import *  # noqa: F403
 from .sampling import *  # noqa: F403
+from .scatter import *  # noqa: F403
 from .shape import *  # noqa: F403
 from .softmax import *  # noqa: F403
 from .sorting import *  # noqa: F403
@@ -41,7 +42,7 @@ from .special import *  # noqa: F403
 from .statistics import *  # noqa: F403
 
 TENSOR_FAMILIES = ("cast", "comparison", "elementwise", "indexing", "inplace", "linalg",
-                   "reduction", "shape", "softmax", "combining", "counting", "placing", "pointwise",
-                   "products", "sampling", "sorting", "special", "statistics")
+                   "reduction", "scatter", "shape", "softmax", "combining", "counting", "placing",
+                   "pointwise", "products", "sampling", "sorting", "special", "statistics")
 __all__ = [name for family in TENSOR_FAMILIES
            for name in importlib.import_module(f"{__name__}.{family}").__all__]

@@ -2,8 +2,16 @@
 
 from dlfree import Parameter
 
-from . import init, parallel
+from . import geometric, init, parallel
 from .attention import MultiheadAttention
+from .capsules import (
+    CapsuleDecoder,
+    CapsuleMarginLoss,
+    PrimaryCapsules,
+    RoutingCapsules,
+    capsule_margin_loss,
+    squash,
+)
 from .containers import (
     Identity,
     ModuleDict,
