@@ -19,7 +19,7 @@ from dlfree.tensor import Tensor
 from . import batches, resume
 from .events import Events
 from .history import History
-from .monitor import monitored_value, require_validation
+from .watched import monitored_value, require_validation
 from .parallel import Parallel, refuse_under_parameter_server
 from .settings import (
     count,

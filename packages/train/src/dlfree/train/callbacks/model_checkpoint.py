@@ -10,7 +10,7 @@ from pathlib import Path
 
 from dlfree.io import save
 
-from ..monitor import monitored_value, require_validation
+from ..watched import monitored_value, require_validation
 
 _NUMBERED = re.compile(r"^epoch-(\d+)\.safetensors$")
 
