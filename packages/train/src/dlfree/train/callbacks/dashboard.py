@@ -50,7 +50,6 @@ class Dashboard:
             port=self.port, host=self.host, resources=sampler, history=trainer.history,
             title=self.title or f"{name_of(trainer.model)} training",
             config=dict(trainer.config or {}), file=self.file)
-        self._started_at = (state.global_step, state.epoch, state.batch_index)
         self._batches = self._samples = 0
         self._watch = {"lr": self._epoch_lr(trainer), "checkpoint": self._newest(trainer),
                        "best": {id(c): c.best_epoch for c in self._model_checkpoints(trainer)}}
@@ -110,19 +109,17 @@ class Dashboard:
 
     def _progress(self, trainer, force: bool = False) -> None:
         state = trainer.state
-        step0, epoch0, batch0 = self._started_at
         left = []
         if state.epochs is not None and state.steps_per_epoch:
             left.append((state.epochs - state.epoch) * state.steps_per_epoch - state.batch_index)
         if state.max_steps is not None:
             left.append((state.max_steps - state.global_step) * trainer.grad_accumulation)
-        pace = self.monitor.pace(self._batches, max(0, min(left)) if left else None, "batches")
-        samples_rate = self._samples / pace["elapsed"] if pace["rate"] else None
+        pace = self.monitor.pace(self._batches, max(0, min(left)) if left else None, "batches",
+                                 self._samples)
         self.monitor.progress(
             force=force, epoch=min(state.epoch + 1, state.epochs or math.inf),
             epochs=state.epochs, step=state.global_step, max_steps=state.max_steps,
-            batch=state.batch_index, batches=state.steps_per_epoch, samples_rate=samples_rate,
-            **pace)
+            batch=state.batch_index, batches=state.steps_per_epoch, **pace)
 
     def _notice(self, trainer) -> None:
         """Note what changed since the last epoch boundary: the lr (when no per-step

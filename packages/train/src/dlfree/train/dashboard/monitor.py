@@ -170,13 +170,15 @@ class Monitor:
                 if name in self.history:
                     self._published[name] = len(self.history[name])
 
-    def pace(self, done: int, left: int | None, unit: str) -> dict:
-        """Throughput and ETA from `done` units since the start and `left` still to go."""
+    def pace(self, done: int, left: int | None, unit: str, samples: int | None = None) -> dict:
+        """Throughput and ETA from `done` units (and `samples` examples) since the start and
+        `left` units still to go."""
         elapsed = self.elapsed()
         rate = done / elapsed if elapsed > 0 and done > 0 else None
         eta = left / rate if rate and left is not None else None
         return {"elapsed": round(elapsed, 3), "rate": rate, "unit": unit,
-                "eta": None if eta is None else max(0.0, eta)}
+                "eta": None if eta is None else max(0.0, eta),
+                "samples_rate": samples / elapsed if rate and samples else None}
 
     def progress(self, force: bool = False, **fields) -> None:
         """Send the run's position (`fields`: epoch, step, eta, ...) to the page, at most
