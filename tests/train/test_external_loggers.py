@@ -72,10 +72,15 @@ def test_tensorboard_scalars_histograms_and_hparams_read_back(mlp, loaders, tmp_
     assert grad.num == grads_at_3["0.weight"].size
     assert grad.sum == pytest.approx(float(grads_at_3["0.weight"].sum()), rel=1e-5, abs=1e-7)
     assert grad.min == pytest.approx(float(grads_at_3["0.weight"].min()), rel=1e-6)
-    hparams = _accumulator(tmp_path / "tensorboard" / "hparams")
-    assert "_hparams_/experiment" in hparams.summary_metadata
-    assert [e.value for e in hparams.Scalars("final/val_loss")] == \
-        pytest.approx([history["val_loss"].last], rel=1e-6)
+    from tensorboard.plugins.hparams import plugin_data_pb2
+
+    start = plugin_data_pb2.HParamsPluginData.FromString(
+        scalars.SummaryMetadata("_hparams_/session_start_info").plugin_data.content)
+    hparams = start.session_start_info.hparams
+    assert hparams["max_epochs"].number_value == 2 and hparams["lr.0"].number_value == 0.1
+    assert hparams["optimizer"].string_value == "SGD"
+    assert [(e.step, e.value) for e in scalars.Scalars("final/val_loss")] == \
+        [(12, pytest.approx(history["val_loss"].last, rel=1e-6))]
 
 
 @pytest.fixture
@@ -126,19 +131,16 @@ def test_mlflow_marks_a_failed_run(mlp, loaders, mlflow_store, tmp_path):
 
 
 def test_a_failing_logger_warns_once_and_training_goes_on(mlp, loaders, tmp_path):
-    pytest.importorskip("tensorboardX")
+    pytest.importorskip("tensorboard")
     logger = TensorBoardLogger()
     train, _ = loaders()
     trainer = _trainer(mlp, [logger], tmp_path, epochs=3)
 
     class FullDisk:
-        def add_scalar(self, *args):
+        def scalars(self, *args):
             raise OSError(28, "No space left on device")
 
-        def flush(self):
-            raise OSError(28, "No space left on device")
-
-        close = add_histogram = add_hparams = flush
+        flush = close = histogram = hparams = scalars
 
     class Swap:  # after the logger opened its writer, every write to it fails
         def dlfree_train_start(self, trainer):

@@ -1,14 +1,67 @@
-"""`TensorBoardLogger`: the run as TensorBoard event files, written with tensorboardX (no
-TensorFlow needed): scalars per step and per epoch, histograms of the weights and their
-gradients, and the hyperparameters with the final values."""
+"""`TensorBoardLogger`: the run as TensorBoard event files, written with the `tensorboard`
+package's own event writer and protocol buffers (no TensorFlow, and not tensorboardX, which
+imports torch when it is installed): scalars per step and per epoch, histograms of the
+weights and their gradients, and the hyperparameters with the final values."""
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 from dlfree import hookimpl
 
+import numpy as np
+
 from .external import ExternalLogger, flat_params
+
+# Buckets of a histogram: TensorBoard redraws them into its own bins, so a few dozen do.
+HISTOGRAM_BUCKETS = 30
+
+
+class EventWriter:
+    """One TensorBoard event file in `folder`: scalars, histograms and the hyperparameters
+    (a session-start summary, which TensorBoard's HPARAMS tab reads) at a step."""
+
+    def __init__(self, folder):
+        from tensorboard.summary.writer.event_file_writer import EventFileWriter
+
+        self._file = EventFileWriter(str(folder))
+
+    def _write(self, step: int, summary) -> None:
+        from tensorboard.compat.proto import event_pb2
+
+        self._file.add_event(event_pb2.Event(wall_time=time.time(), step=step,
+                                             summary=summary))
+
+    def scalars(self, values: dict[str, float], step: int) -> None:
+        from tensorboard.compat.proto import summary_pb2
+
+        self._write(step, summary_pb2.Summary(value=[
+            summary_pb2.Summary.Value(tag=tag, simple_value=float(v))
+            for tag, v in values.items()]))
+
+    def histogram(self, tag: str, values, step: int) -> None:
+        from tensorboard.compat.proto import summary_pb2
+
+        flat = np.asarray(values, dtype=np.float64).ravel()
+        counts, edges = np.histogram(flat, bins=HISTOGRAM_BUCKETS)
+        histogram = summary_pb2.HistogramProto(
+            min=float(flat.min()), max=float(flat.max()), num=flat.size,
+            sum=float(flat.sum()), sum_squares=float(np.dot(flat, flat)),
+            bucket_limit=edges[1:].tolist(), bucket=counts.astype(np.float64).tolist())
+        self._write(step, summary_pb2.Summary(value=[
+            summary_pb2.Summary.Value(tag=tag, histo=histogram)]))
+
+    def hparams(self, params: dict, step: int) -> None:
+        from tensorboard.plugins.hparams import summary_v2
+
+        self._write(step, summary_v2.hparams_pb(params))
+
+    def flush(self) -> None:
+        self._file.flush()
+
+    def close(self) -> None:
+        self._file.close()
 
 
 class TensorBoardLogger(ExternalLogger):
@@ -21,15 +74,15 @@ class TensorBoardLogger(ExternalLogger):
     - every `histogram_every_n_steps` optimizer steps (None: never), a histogram of each
       parameter ("weights/<name>") and of its gradient ("grads/<name>") as that step
       applied it;
-    - at the end, the run's configuration as hyperparameters with the last epoch's values
-      as their metrics (TensorBoard's HPARAMS tab).
+    - at the end, the run's configuration as hyperparameters and the last epoch's values
+      as "final/<name>", their metrics in TensorBoard's HPARAMS tab.
 
-    Needs `tensorboardX` (the `tensorboard` package reads the files). A failure while
-    writing is reported once (`LoggerWarning`) and training goes on.
+    Needs `tensorboard` (which also reads the files back). A failure while writing is
+    reported once (`LoggerWarning`) and training goes on.
     """
 
-    modules = ("tensorboardX",)
-    install = "tensorboardX"
+    modules = ("tensorboard",)
+    install = "tensorboard"
 
     def __init__(self, log_dir=None, every_n_steps: int | None = 1,
                  histogram_every_n_steps: int | None = 100):
@@ -57,9 +110,7 @@ class TensorBoardLogger(ExternalLogger):
         self.guarded("opening the event file", self._open)
 
     def _open(self) -> None:
-        from tensorboardX import SummaryWriter
-
-        self._writer = SummaryWriter(str(self.log_dir))
+        self._writer = EventWriter(self.log_dir)
 
     @hookimpl
     def dlfree_train_batch_start(self, trainer):
@@ -80,7 +131,7 @@ class TensorBoardLogger(ExternalLogger):
         step = trainer.state.global_step
         values = self.due_step_values(trainer)
         if values and self._writer is not None:
-            self.guarded("writing scalars", self._scalars, values, step)
+            self.guarded("writing scalars", self._writer.scalars, values, step)
         every = self.histogram_every_n_steps
         if self._hooks and every is not None and step % every == 0 and step > 0:
             for hook in self._hooks:
@@ -90,21 +141,17 @@ class TensorBoardLogger(ExternalLogger):
                 self.guarded("writing histograms", self._histograms, trainer, step)
             self._grads = {}
 
-    def _scalars(self, values: dict, step: int) -> None:
-        for name, value in values.items():
-            self._writer.add_scalar(name, value, step)
-
     def _histograms(self, trainer, step: int) -> None:
         for name, p in _named_parameters(trainer):
-            self._writer.add_histogram(f"weights/{name}", p.detach().numpy(force=True), step)
+            self._writer.histogram(f"weights/{name}", p.detach().numpy(force=True), step)
             if name in self._grads:
-                self._writer.add_histogram(f"grads/{name}", self._grads[name], step)
+                self._writer.histogram(f"grads/{name}", self._grads[name], step)
 
     @hookimpl
     def dlfree_train_epoch_end(self, trainer, logs):
         self._last_logs = {k: float(v) for k, v in logs.items()}
         if self._writer is not None:
-            self.guarded("writing scalars", self._scalars, self._last_logs,
+            self.guarded("writing scalars", self._writer.scalars, self._last_logs,
                          trainer.state.global_step)
             self.guarded("flushing the event file", self._writer.flush)
 
@@ -119,9 +166,9 @@ class TensorBoardLogger(ExternalLogger):
         self._close()
 
     def _hparams(self, trainer) -> None:
-        metrics = {f"final/{k}": v for k, v in self._last_logs.items()}
-        self._writer.add_hparams(flat_params(dict(trainer.config or {})), metrics,
-                                 name="hparams", global_step=trainer.state.global_step)
+        step = trainer.state.global_step
+        self._writer.hparams(flat_params(dict(trainer.config or {})), step)
+        self._writer.scalars({f"final/{k}": v for k, v in self._last_logs.items()}, step)
 
     def _close(self) -> None:
         for hook in self._hooks:
