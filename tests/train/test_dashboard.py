@@ -173,9 +173,8 @@ def test_a_hand_written_loop_with_monitor(tmp_path):
 
 
 def test_a_failing_loop_ends_the_monitor_with_the_error():
-    with pytest.raises(ZeroDivisionError):
-        with Monitor(serve=False, resources=False) as monitor:
-            monitor.log(0, loss=1 / 0)
+    with pytest.raises(ZeroDivisionError), Monitor(serve=False, resources=False) as monitor:
+        monitor.log(0, loss=1 / 0)
     assert monitor.events.after(0)[-1]["status"] == "stopped by ZeroDivisionError: " \
         "division by zero"
 

@@ -17,8 +17,6 @@ from pathlib import Path
 import dlfree as dl
 from dlfree import nn, optim
 
-import pytest
-
 from support import browser
 
 DOCS_SCREENSHOT = Path(__file__).resolve().parents[2] / "docs" / "images" / "dashboard.png"

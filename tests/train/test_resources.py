@@ -80,8 +80,8 @@ def test_the_device_decides_whether_the_gpu_is_read():
         ResourceSampler(-1)
 
 
-needs_gpu = [pytest.mark.gpu,
-             pytest.mark.skipif(not cuda_answers(), reason="CuPy or an NVIDIA GPU is not available")]
+needs_gpu = [pytest.mark.gpu, pytest.mark.skipif(not cuda_answers(),
+                                                 reason="CuPy or an NVIDIA GPU is not available")]
 
 
 @pytest.mark.parametrize("_", [pytest.param(0, marks=needs_gpu)])

@@ -19,7 +19,6 @@ from dlfree.tensor import Tensor
 from . import batches, resume
 from .events import Events
 from .history import History
-from .watched import monitored_value, require_validation
 from .parallel import Parallel, refuse_under_parameter_server
 from .settings import (
     count,
@@ -41,6 +40,7 @@ from .state_file import (
     read_checkpoint,
     write_checkpoint,
 )
+from .watched import monitored_value, require_validation
 
 SCHEDULER_INTERVALS = ("epoch", "step")
 # Training checkpoints kept in checkpoint_dir: the newest, and the one before it for when the
