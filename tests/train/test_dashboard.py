@@ -9,6 +9,8 @@ import io
 import json
 import math
 import re
+import subprocess
+import sys
 
 import dlfree as dl
 from dlfree import nn, optim
@@ -201,3 +203,11 @@ def test_monitor_checks_its_arguments():
         Monitor(serve=False, resources=False, config=[1])
     with pytest.raises(ValueError, match="interval must be a number of seconds > 0"):
         Monitor(serve=False, interval=0)
+
+
+def test_importing_dlfree_train_starts_no_thread_and_loads_no_psutil():
+    out = subprocess.run(
+        [sys.executable, "-c", "import sys, threading, dlfree.train; "
+         "print('psutil' in sys.modules, threading.active_count())"],
+        capture_output=True, text=True, check=True).stdout
+    assert out == "False 1\n"
