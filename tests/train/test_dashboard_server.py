@@ -196,8 +196,9 @@ def test_only_loopback_unless_told_and_then_a_warning():
 
 def test_the_event_log_numbers_events_and_refuses_after_close():
     log = EventLog()
-    assert log.append("note", text="a") == 1 and log.append("point", name="x") == 2
-    assert [e["id"] for e in log.after(1)] == [2]
+    assert log.append("note", text="a") == 1
+    assert log.append("point", name="x", step=1, value=2.0) == 2
+    assert log.after(1) == [{"id": 2, "kind": "point", "name": "x", "step": 1, "value": 2.0}]
     assert log.wait_after(2, 0.01) == []
     with pytest.raises(ValueError, match="kind must be one of config, point"):
         log.append("points")

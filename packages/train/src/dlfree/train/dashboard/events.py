@@ -19,10 +19,14 @@ KINDS = ("config", "point", "progress", "resources", "note", "end")
 class EventLog:
     """A thread-safe, append-only list of events numbered from 1 (`id`), which readers can
     wait on. `close()` marks the end of the run: waiting readers wake and stop after the
-    events still unread."""
+    events still unread.
+
+    A point (one logged value; most of a long run's events) is kept as a bare tuple, not a
+    dict, and made an event dict only when read: a million-step run holds a million of
+    them for the page that may open late."""
 
     def __init__(self):
-        self._events: list[dict] = []
+        self._events: list = []
         self._changed = threading.Condition()
         self.closed = False
 
@@ -34,18 +38,26 @@ class EventLog:
         if kind not in KINDS:
             raise ValueError(f"EventLog.append: kind must be one of {', '.join(KINDS)}, got "
                              f"{kind!r}")
+        return self._add(data if kind != "point" else
+                         (data["name"], data["step"], data["value"]), kind)
+
+    def point(self, name: str, step: int, value: float) -> int:
+        """Add the point event of `value` logged under `name` at `step`; returns its id."""
+        return self._add((name, step, value), "point")
+
+    def _add(self, item, kind: str) -> int:
         with self._changed:
             if self.closed:
                 raise RuntimeError("EventLog.append: the run has ended (the log is closed)")
-            event_id = len(self._events) + 1
-            self._events.append({"id": event_id, "kind": kind, **data})
+            self._events.append(item if kind == "point" else (kind, item))
             self._changed.notify_all()
-        return event_id
+            return len(self._events)
 
     def after(self, last_id: int) -> list[dict]:
         """The events with an id above `last_id` (all of them for 0)."""
         with self._changed:
-            return self._events[max(0, last_id):]
+            items = self._events[max(0, last_id):]
+        return _as_events(items, max(0, last_id) + 1)
 
     def wait_after(self, last_id: int, timeout: float) -> list[dict]:
         """The events after `last_id`, waiting up to `timeout` seconds for one when there is
@@ -53,13 +65,25 @@ class EventLog:
         with self._changed:
             self._changed.wait_for(lambda: self.closed or len(self._events) > last_id,
                                    timeout)
-            return self._events[max(0, last_id):]
+            items = self._events[max(0, last_id):]
+        return _as_events(items, max(0, last_id) + 1)
 
     def close(self) -> None:
         """End the log; appending afterwards is an error, reading still works."""
         with self._changed:
             self.closed = True
             self._changed.notify_all()
+
+
+def _as_events(items: list, first_id: int) -> list[dict]:
+    events = []
+    for event_id, item in enumerate(items, first_id):
+        if len(item) == 3:  # a point: (name, step, value)
+            events.append({"id": event_id, "kind": "point", "name": item[0],
+                           "step": item[1], "value": item[2]})
+        else:
+            events.append({"id": event_id, "kind": item[0], **item[1]})
+    return events
 
 
 def strict(value):

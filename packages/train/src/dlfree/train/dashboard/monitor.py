@@ -155,7 +155,7 @@ class Monitor:
             if done == len(series):
                 continue
             for step, value in zip(series.steps[done:], series.values[done:]):
-                self.events.append("point", name=name, step=step, value=value)
+                self.events.point(name, step, value)
             published[name] = len(series)
 
     def take_samples(self) -> None:
