@@ -196,6 +196,15 @@ def test_history_exports_every_value_in_long_form(tmp_path):
                                                         "value": 0.9}
 
 
+def test_the_callback_checks_its_arguments_when_made():
+    with pytest.raises(ValueError, match="port must be a whole number from 0"):
+        Dashboard(port=-1)
+    with pytest.raises(ValueError, match="interval must be a number of seconds > 0"):
+        Dashboard(interval=0)
+    with pytest.raises(TypeError, match="title must be a string"):
+        Dashboard(title=3)
+
+
 def test_monitor_checks_its_arguments():
     with pytest.raises(ValueError, match="total_steps must be a whole number >= 1"):
         Monitor(serve=False, resources=False, total_steps=0)

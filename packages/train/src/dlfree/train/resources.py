@@ -83,6 +83,15 @@ def gpu_index(device) -> int | None:
     return int(text.partition(":")[2] or 0)
 
 
+def check_interval(interval) -> float:
+    """The sampling interval in seconds, a number > 0."""
+    if isinstance(interval, bool) or not isinstance(interval, numbers.Real) or \
+            not interval > 0:
+        raise ValueError(f"ResourceSampler: interval must be a number of seconds > 0, got "
+                         f"{interval!r}")
+    return float(interval)
+
+
 class ResourceSampler:
     """Samples every `interval` seconds on a daemon thread, from `start()` to `stop()`.
 
@@ -98,11 +107,7 @@ class ResourceSampler:
 
     def __init__(self, interval: float = 1.0, *, step=None, data_seconds=None, device=None,
                  on_sample=None):
-        if isinstance(interval, bool) or not isinstance(interval, numbers.Real) or \
-                not interval > 0:
-            raise ValueError(f"ResourceSampler: interval must be a number of seconds > 0, got "
-                             f"{interval!r}")
-        self.interval = float(interval)
+        self.interval = check_interval(interval)
         self._step = step or (lambda: 0)
         self._data_seconds = data_seconds
         self._device = device

@@ -11,7 +11,8 @@ from dlfree import hookimpl
 
 from .. import batches
 from ..dashboard.monitor import Monitor
-from ..resources import ResourceSampler
+from ..dashboard.server import check_address
+from ..resources import ResourceSampler, check_interval
 from ..settings import name_of
 from ..state_file import checkpoint_paths
 from .early_stopping import EarlyStopping
@@ -32,8 +33,11 @@ class Dashboard:
 
     def __init__(self, port: int = 0, host: str = "127.0.0.1", *, resources: bool = True,
                  interval: float = 1.0, report=None, title: str | None = None, file=None):
+        check_address(host, port)
+        if title is not None and not isinstance(title, str):
+            raise TypeError(f"Dashboard: title must be a string, got {type(title).__name__}")
         self.port, self.host = port, host
-        self.resources, self.interval = resources, interval
+        self.resources, self.interval = bool(resources), check_interval(interval)
         self.report = None if report is None else Path(report)
         self.title = title
         self.file = file

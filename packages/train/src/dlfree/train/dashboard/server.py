@@ -30,6 +30,16 @@ POLL_S = 0.1
 RETRY_MS = 1000
 
 
+def check_address(host, port) -> None:
+    """Refuse a `host` that is not an address string and a `port` outside 0-65535."""
+    if not isinstance(host, str) or not host:
+        raise TypeError(f"Dashboard: host must be an address such as '127.0.0.1', got "
+                        f"{host!r}")
+    if isinstance(port, bool) or not isinstance(port, int) or not 0 <= port <= 65535:
+        raise ValueError(f"Dashboard: port must be a whole number from 0 (any free port) to "
+                         f"65535, got {port!r}")
+
+
 class _Handler(BaseHTTPRequestHandler):
     server: _Server
     server_version = "dlfree-dashboard"
@@ -117,12 +127,7 @@ class DashboardServer:
     configuration to anyone who can reach the port."""
 
     def __init__(self, log: EventLog, page, host: str = "127.0.0.1", port: int = 0):
-        if not isinstance(host, str) or not host:
-            raise TypeError(f"Dashboard: host must be an address such as '127.0.0.1', got "
-                            f"{host!r}")
-        if isinstance(port, bool) or not isinstance(port, int) or not 0 <= port <= 65535:
-            raise ValueError(f"Dashboard: port must be a whole number from 0 (any free port) "
-                             f"to 65535, got {port!r}")
+        check_address(host, port)
         self.log = log
         self.page = page
         self.host, self.port = host, port
