@@ -108,10 +108,10 @@ def test_the_event_log_notes_checkpoints_lr_changes_and_early_stopping(mlp, load
     assert notes == [
         "training started: epoch 1, step 0",
         "training checkpoint saved: checkpoint-000000006.safetensors",
-        f"best model saved: epoch 1, val_loss {losses[0]:.4g} ({best.best_path})",
+        f"best model saved: epoch 1, val_loss {losses[0]:.4g} (best.safetensors)",
         "lr 0.1 → 0.05",
         "training checkpoint saved: checkpoint-000000012.safetensors",
-        f"best model saved: epoch 2, val_loss {losses[1]:.4g} ({best.best_path})",
+        f"best model saved: epoch 2, val_loss {losses[1]:.4g} (best.safetensors)",
         "early stop after epoch 2: loss did not improve for 1 epochs"]
     assert trainer.state.epoch == 2
 

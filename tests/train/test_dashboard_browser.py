@@ -86,9 +86,10 @@ def _drive(driver, tmp_path):
     out = io.StringIO()
     trainer = dl.train.Trainer(
         model, optim.SGD(model.parameters(), lr=0.2), nn.CrossEntropyLoss(),
-        max_epochs=EPOCHS, run_dir=tmp_path / "run", callbacks=[
-            ("dashboard", {"port": 0, "interval": 0.1, "file": out, "title": "Browser test"}),
-            gates])
+        max_epochs=EPOCHS, run_dir=tmp_path / "run", checkpoint_dir=tmp_path / "state",
+        callbacks=[("dashboard", {"port": 0, "interval": 0.1, "file": out,
+                                  "title": "A small classifier"}),
+                   gates, ("model_checkpoint", {"monitor": "val_loss"})])
     failure: list[BaseException] = []
 
     def train():
@@ -128,7 +129,9 @@ def _drive(driver, tmp_path):
     _wait(lambda: driver.find_element("id", "status").text == "finished", "the end on the page")
     assert _count(driver, "loss") == EPOCHS
     assert _count(driver, "step_loss") == EPOCHS * len(data)
-    assert "training started" in driver.find_element("id", "log").text
+    log = driver.find_element("id", "log").text
+    assert "training started" in log and "best model saved: epoch 1" in log
+    assert "training checkpoint saved" in log
     assert driver.find_element("id", "eta").text == "done"
     shot = tmp_path / "dashboard.png"
     driver.save_screenshot(str(shot))

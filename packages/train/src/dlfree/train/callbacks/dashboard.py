@@ -142,7 +142,7 @@ class Dashboard:
         for c in self._model_checkpoints(trainer):
             if c.best_epoch is not None and c.best_epoch != watch["best"].get(id(c)):
                 monitor.note(f"best model saved: epoch {c.best_epoch + 1}, {c.monitor} "
-                             f"{c.best_score:.4g} ({c.best_path})")
+                             f"{c.best_score:.4g} ({c.best_path.name})")
             watch["best"][id(c)] = c.best_epoch
 
     @staticmethod
