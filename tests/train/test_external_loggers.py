@@ -15,6 +15,10 @@ import numpy as np
 import pytest
 
 
+# MLflow takes seconds to import: its tests share one test worker, which pays that once
+same_worker_as_mlflow = pytest.mark.xdist_group("mlflow")
+
+
 def _trainer(mlp, callbacks, tmp_path, epochs=2, **options):
     model = mlp()
     return dl.train.Trainer(model, optim.SGD(model.parameters(), lr=0.1), nn.CrossEntropyLoss(),
@@ -91,6 +95,7 @@ def mlflow_store(tmp_path, monkeypatch):
     return (tmp_path / "mlruns").as_uri()
 
 
+@same_worker_as_mlflow
 def test_mlflow_params_metrics_and_artifacts_read_back(mlp, loaders, mlflow_store, tmp_path):
     from mlflow.tracking import MlflowClient
 
@@ -117,6 +122,7 @@ def test_mlflow_params_metrics_and_artifacts_read_back(mlp, loaders, mlflow_stor
         np.testing.assert_array_equal(p.detach().numpy(), q.detach().numpy(), err_msg=name)
 
 
+@same_worker_as_mlflow
 def test_mlflow_marks_a_failed_run(mlp, loaders, mlflow_store, tmp_path):
     from mlflow.tracking import MlflowClient
 
@@ -156,6 +162,7 @@ def test_a_failing_logger_warns_once_and_training_goes_on(mlp, loaders, tmp_path
     assert trainer.state.epoch == 3
 
 
+@same_worker_as_mlflow
 def test_an_unreachable_tracking_server_warns_once(mlp, loaders, tmp_path):
     pytest.importorskip("mlflow")
     logger = MLflowLogger(tracking_uri="unknown-scheme://nowhere")
