@@ -146,6 +146,11 @@ def test_a_resumed_run_back_fills_its_earlier_epochs(mlp, loaders, tmp_path):
     trainer, _, events = _fit(mlp, loaders, tmp_path, epochs=3, checkpoint_dir=tmp_path / "state")
     loss_points = [e["step"] for e in events if e["kind"] == "point" and e["name"] == "loss"]
     assert loss_points == [6, 12, 18]
+    # the first run's resource samples came back with its History, and are drawn once
+    rss = [e for e in events if e["kind"] == "point" and e["name"] == NAMES["rss"]]
+    sampled = [e for e in events if e["kind"] == "resources"]
+    assert len(rss) + len(sampled) == len(trainer.history[NAMES["rss"]])
+    assert rss and all(e["step"] <= 12 for e in rss)
     assert [e["text"] for e in events if e["kind"] == "note"][0] == \
         "training resumed at epoch 3, step 12"
 

@@ -146,8 +146,9 @@ class Monitor:
         return time.perf_counter() - self._started
 
     def sync(self) -> None:
-        """Send each value the history got since the last call as a point event."""
-        self.take_samples()
+        """Send each value the history got since the last call as a point event (values
+        from before this monitor, a resumed run's, included), then take in the resource
+        samples."""
         history, published = self.history, self._published
         for name in history.names():
             series = history[name]
@@ -157,18 +158,19 @@ class Monitor:
             for step, value in zip(series.steps[done:], series.values[done:]):
                 self.events.point(name, step, value)
             published[name] = len(series)
+        self.take_samples()
 
     def take_samples(self) -> None:
-        """Move the resource samples taken since the last call into the history (they
-        reached the page as resource events already)."""
+        """Move the resource samples taken since the last call into the history; they are
+        not sent again as points, having reached the page as resource events."""
         if self._sampler is None:
             return
         samples = self._sampler.drain()
-        if samples:
-            log_samples(self.history, samples)
-            for name in RESOURCE_NAMES.values():
-                if name in self.history:
-                    self._published[name] = len(self.history[name])
+        log_samples(self.history, samples)
+        for _, values in samples:
+            for key in values:
+                name = RESOURCE_NAMES[key]
+                self._published[name] = self._published.get(name, 0) + 1
 
     def pace(self, done: int, left: int | None, unit: str, samples: int | None = None) -> dict:
         """Throughput and ETA from `done` units (and `samples` examples) since the start and
