@@ -14,7 +14,6 @@ from dlfree.train.callbacks.external import LoggerWarning, flat_params
 import numpy as np
 import pytest
 
-
 # MLflow takes seconds to import: its tests share one test worker, which pays that once
 same_worker_as_mlflow = pytest.mark.xdist_group("mlflow")
 
