@@ -42,7 +42,8 @@ class Dashboard:
         self.title = title
         self.file = file
         self.monitor: Monitor | None = None
-        self._watch: dict = {}
+        self._batches = self._samples = 0  # trained in this fit, for the throughput
+        self._watch: dict = {}  # what the event log last noted: lr, checkpoint, best epochs
 
     @hookimpl
     def dlfree_train_start(self, trainer):
