@@ -27,6 +27,7 @@ from . import (
     attention_block,
     cnn_step,
     conv2d,
+    dashboard_idle,
     ddp_mlp,
     gat_step,
     gcn_step,
@@ -41,4 +42,4 @@ from . import (
 WORKLOADS = {module.NAME: module
              for module in (op_overhead, mlp_step, cnn_step, conv2d, attention_block, adamw_step,
                             lamb_step, map_eval, minilm_inference, gpt_generation, ddp_mlp,
-                            gcn_step, gat_step)}
+                            gcn_step, gat_step, dashboard_idle)}

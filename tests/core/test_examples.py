@@ -54,6 +54,10 @@ def test_train_digits_reaches_97_percent_and_writes_model_and_report(tmp_path):
     assert (tmp_path / "run/checkpoints/best.safetensors").exists()
     html = (tmp_path / report).read_text()
     assert "<svg" in html and "val_accuracy" in html
+    # the live dashboard's URL is printed once, as training starts; its frozen page after
+    assert len(re.findall(r"^dashboard: http://127\.0\.0\.1:\d+/$", out, re.M)) == 1, out
+    frozen = re.search(r"dashboard, frozen:\s+(\S+)", out).group(1)
+    assert 'id="frozen-events"' in (tmp_path / frozen).read_text()
 
 
 def test_train_digits_own_accuracy_count_matches_dlfree_metrics(rng):

@@ -19,7 +19,6 @@ from dlfree.tensor import Tensor
 from . import batches, resume
 from .events import Events
 from .history import History
-from .monitor import monitored_value, require_validation
 from .parallel import Parallel, refuse_under_parameter_server
 from .settings import (
     count,
@@ -43,6 +42,7 @@ from .state_file import (
     write_checkpoint,
 )
 from .state_schema import check_fits
+from .watched import monitored_value, require_validation
 
 SCHEDULER_INTERVALS = ("epoch", "step")
 # Training checkpoints kept in checkpoint_dir: the newest, and the one before it for when the

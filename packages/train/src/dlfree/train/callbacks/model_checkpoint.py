@@ -11,7 +11,7 @@ from pathlib import Path
 from dlfree.io import save
 from dlfree.io.atomic import remove_stale_temporaries
 
-from ..monitor import monitored_value, require_validation
+from ..watched import monitored_value, require_validation
 
 _NUMBERED = re.compile(r"^epoch-(\d+)\.safetensors$")
 _OWN = re.compile(r"^(last|best|epoch-\d+)\.safetensors$")
