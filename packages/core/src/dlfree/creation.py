@@ -192,8 +192,11 @@ def randn(*size, generator=None, dtype=None, device=None, requires_grad=False) -
 
 def randint(low, high=None, size=(), generator=None, dtype=None, device=None,
             requires_grad=False) -> Tensor:
-    """Integers drawn uniformly from [low, high)."""
-    if high is None:
+    """Integers drawn uniformly from [low, high), with torch's overloads: `randint(high)`,
+    `randint(high, size)`, `randint(low, high, size)`."""
+    if isinstance(high, tuple | list):  # randint(high, size)
+        low, high, size = 0, low, high
+    elif high is None:
         low, high = 0, low
     if high <= low:
         raise ValueError(f"randint: need low < high, got low={low}, high={high}")
@@ -261,3 +264,4 @@ def randint_like(t, low, high=None, generator=None, dtype=None, device=None,
     return randint(low, high, tuple(t.shape), generator=generator,
                    dtype=dtype if dtype is not None else t.dtype,
                    device=device if device is not None else t.device, requires_grad=requires_grad)
+

@@ -191,6 +191,15 @@ class Tensor:
             raise TypeError("only integer tensors of a single element can be used as an index")
         return int(self.item())
 
+    def __format__(self, spec: str) -> str:
+        if self._data.ndim == 0:  # f"{loss:.4f}", as torch formats a 0-d tensor's value
+            return format(self.item(), spec)
+        if spec:
+            raise TypeError(f"format spec {spec!r} given for a tensor of shape "
+                            f"{tuple(self._data.shape)}; only 0-d tensors take one "
+                            "(format t.item() or t.tolist())")
+        return repr(self)
+
     def __repr__(self) -> str:
         array = self._device.backend.to_numpy(self._data)
         body = np.array2string(array, separator=", ", precision=4, prefix="tensor(",

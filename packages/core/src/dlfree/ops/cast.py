@@ -98,6 +98,45 @@ def type_as(self, other: Tensor) -> Tensor:
     return to(self, other.dtype)
 
 
+TYPE_NAMES = {dtypes.float32: "FloatTensor", dtypes.float64: "DoubleTensor",
+              dtypes.float16: "HalfTensor", dtypes.int64: "LongTensor",
+              dtypes.int32: "IntTensor", dtypes.int16: "ShortTensor",
+              dtypes.int8: "CharTensor", dtypes.uint8: "ByteTensor",
+              dtypes.bool_: "BoolTensor"}
+"""Each dtype's legacy tensor-type name (torch's `FloatTensor` ...), as `type()` reports."""
+
+
+@tensor_method("type")
+def tensor_type(self, dtype=None, non_blocking: bool = False) -> Tensor | str:
+    """With no argument, the name of this tensor's type as torch spells it
+    (`"dlfree.FloatTensor"`); with a dtype or such a name (`"torch.LongTensor"` too), this
+    tensor converted to it."""
+    if dtype is None:
+        cuda = "cuda." if self._device.type == "cuda" else ""
+        return f"dlfree.{cuda}{TYPE_NAMES[self.dtype]}"
+    if isinstance(dtype, str) and dtype.endswith("Tensor"):
+        by_name = {name: dt for dt, name in TYPE_NAMES.items()}
+        short = dtype.rsplit(".", 1)[-1]
+        if short not in by_name:
+            raise DTypeError(f"type({dtype!r}): unknown tensor type; valid: "
+                             f"{', '.join(sorted(by_name))}")
+        dtype = by_name[short]
+    return to(self, dtype)
+
+
+@tensor_method()
+def pin_memory(self, device=None) -> Tensor:
+    """This tensor: dl.free copies to the GPU from ordinary host memory, so pinning is a
+    no-op kept for programs (and DataLoader(pin_memory=True)) that ask for it."""
+    return self
+
+
+@tensor_method()
+def is_pinned(self, device=None) -> bool:
+    """False: dl.free never pins host memory (see `pin_memory`)."""
+    return False
+
+
 @tensor_method()
 def cpu(self) -> Tensor:
     return to(self, "cpu")

@@ -1,8 +1,11 @@
 """dlfree.nn: Module, containers, layers, losses and initializers (distribution dlfree-nn)."""
 
-from dlfree import Parameter
+import sys
 
-from . import init, parallel
+from dlfree import Parameter
+from dlfree import functional as functional
+
+from . import init, parallel, utils
 from .attention import MultiheadAttention
 from .containers import (
     Identity,
@@ -35,3 +38,6 @@ from .transformer import (
     TransformerEncoderLayer,
 )
 from .version import __version__
+
+# `import dlfree.nn.functional as F` gives dlfree.functional itself, as torch programs expect.
+sys.modules[__name__ + ".functional"] = functional

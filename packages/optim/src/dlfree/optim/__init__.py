@@ -8,7 +8,7 @@ from .adagrad import Adagrad
 from .adam import Adam
 from .adamax import Adamax
 from .adamw import AdamW
-from .clip import clip_grad_norm_, clip_grad_value_
+from dlfree.utils.clip_grad import clip_grad_norm_, clip_grad_value_
 from .ema import EMA
 from .lamb import LAMB
 from .lars import LARS
