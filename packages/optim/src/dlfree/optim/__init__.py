@@ -1,5 +1,7 @@
 """dlfree.optim: optimizers, wrappers, LR schedulers and gradient clipping (dlfree-optim)."""
 
+from dlfree.utils.clip_grad import clip_grad_norm_, clip_grad_value_
+
 from . import lr_scheduler
 from .adabound import AdaBound
 from .adadelta import Adadelta
@@ -8,7 +10,6 @@ from .adagrad import Adagrad
 from .adam import Adam
 from .adamax import Adamax
 from .adamw import AdamW
-from dlfree.utils.clip_grad import clip_grad_norm_, clip_grad_value_
 from .ema import EMA
 from .lamb import LAMB
 from .lars import LARS
