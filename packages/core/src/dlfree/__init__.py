@@ -22,6 +22,7 @@ from . import (  # noqa: E402
     cuda,
     data,
     distributed,
+    dtypes,
     functional,
     io,
     linalg,
@@ -86,7 +87,13 @@ _sys.modules[__name__ + ".cuda.amp"] = amp
 device = Device
 
 
+if dtypes.bfloat16 is not None:
+    bfloat16 = dtypes.bfloat16
+
+
 def __getattr__(name: str) -> ModuleType:
+    if name == "bfloat16":  # only reached without ml_dtypes
+        raise AttributeError(dtypes.BFLOAT16_MISSING)
     from .first_party import SUBPACKAGES
 
     if name in SUBPACKAGES:

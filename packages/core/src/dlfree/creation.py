@@ -23,7 +23,7 @@ def _infer_np_dtype(data, array: np.ndarray):
     """PyTorch's inference: Python floats become the default dtype, arrays keep theirs."""
     if isinstance(data, np.ndarray | np.generic):
         return array.dtype
-    if array.dtype.kind == "f":
+    if dtypes.kind(array.dtype) == "f":
         return dtypes.get_default_dtype().np
     if array.dtype.kind in "iu":
         return np.dtype(np.int64)
@@ -56,7 +56,7 @@ def _as_array(data, dtype, device: Device | None, copy: bool):
             array = np.asarray(data)
         except ValueError as e:
             raise ShapeError(f"tensor(): cannot build a tensor from ragged data: {e}") from None
-        if array.dtype == object or array.dtype.kind not in "biuf":
+        if array.dtype == object or dtypes.kind(array.dtype) not in "biuf":
             raise DTypeError(
                 f"tensor(): cannot build a tensor from {type(data).__name__} of element type "
                 f"{array.dtype}; valid: numbers, nested lists of numbers, arrays"

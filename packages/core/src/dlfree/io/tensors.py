@@ -9,7 +9,8 @@ import numpy as np
 import safetensors
 import safetensors.numpy
 
-from ..errors import CheckpointError
+from ..dtypes import BFLOAT16_MISSING
+from ..errors import CheckpointError, DTypeError
 from ..tensor import Tensor
 from .atomic import atomic_write
 
@@ -58,4 +59,8 @@ def load_tensors(path: str | os.PathLike, device=None) -> tuple[dict[str, Tensor
     except safetensors.SafetensorError as e:
         raise CheckpointError(f"{path} is not a readable safetensors file "
                               f"(corrupt or truncated?): {e}") from None
+    except TypeError as e:  # NumPy cannot name the dtype: BF16 without ml_dtypes
+        if "bfloat16" not in str(e):
+            raise
+        raise DTypeError(f"{path} holds bfloat16 (BF16) tensors: {BFLOAT16_MISSING}") from None
     return {name: make_tensor(a, device=device) for name, a in arrays.items()}, metadata

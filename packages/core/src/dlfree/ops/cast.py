@@ -13,6 +13,8 @@ __all__ = ["clone"]
 
 
 class Cast(Function):
+    keeps_bfloat16 = False  # the dtype asked for, whatever the input's
+
     def forward(self, x, dtype):
         self.src = x.dtype
         return x.astype(dtype)
@@ -52,6 +54,8 @@ def _parse_to_args(args, kwargs):
             try:
                 dtype = dtypes.as_dtype(a)
             except DTypeError:
+                if a == "bfloat16":  # a dtype name after all: say what it needs
+                    raise
                 device = Device(a)
         else:
             dtype = dtypes.as_dtype(a)
@@ -70,7 +74,7 @@ def to(self, *args, **kwargs) -> Tensor:
     if dtype is not None:
         np_dtype = dtypes.as_dtype(dtype).np
         if np_dtype != out._data.dtype:
-            if out.requires_grad and np_dtype.kind != "f":
+            if out.requires_grad and dtypes.kind(np_dtype) != "f":
                 out = out.detach()
             out = Cast.apply(out, dtype=np_dtype)
     if copy and out is self:
@@ -91,6 +95,14 @@ for _name, _dt in [("float", dtypes.float32), ("double", dtypes.float64),
                    ("short", dtypes.int16), ("char", dtypes.int8), ("byte", dtypes.uint8),
                    ("bool", dtypes.bool_)]:
     setattr(Tensor, _name, _to_dtype(_dt))
+
+
+@tensor_method()
+def bfloat16(self) -> Tensor:
+    """This tensor as bfloat16 (itself if it already is); needs ml_dtypes."""
+    if dtypes.bfloat16 is None:
+        raise DTypeError(dtypes.BFLOAT16_MISSING)
+    return to(self, dtypes.bfloat16)
 
 
 @tensor_method()
