@@ -4,13 +4,13 @@
 they do with torch.utils.data: the name is the data package itself, not a copy of it.
 """
 
-import sys
+import sys as _sys
 
 from .. import data
 from .clip_grad import clip_grad_norm_, clip_grad_value_
 from .parameters_vector import parameters_to_vector, vector_to_parameters
 
-sys.modules[__name__ + ".data"] = data
+_sys.modules[__name__ + ".data"] = data
 
 __all__ = ["data", "clip_grad_norm_", "clip_grad_value_", "parameters_to_vector",
            "vector_to_parameters"]

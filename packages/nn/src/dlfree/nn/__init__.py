@@ -1,6 +1,6 @@
 """dlfree.nn: Module, containers, layers, losses and initializers (distribution dlfree-nn)."""
 
-import sys
+import sys as _sys
 
 from dlfree import Parameter
 from dlfree import functional as functional
@@ -22,9 +22,11 @@ from .layers.activation import *  # noqa: F403
 from .layers.conv import *  # noqa: F403
 from .layers.dropout import *  # noqa: F403
 from .layers.embedding import *  # noqa: F403
+from .layers.lazy import *  # noqa: F403
 from .layers.linear import *  # noqa: F403
 from .layers.loss import *  # noqa: F403
 from .layers.normalization import *  # noqa: F403
+from .layers.padding import *  # noqa: F403
 from .layers.pooling import *  # noqa: F403
 from .layers.shape import *  # noqa: F403
 from .layers.sync_batch_norm import *  # noqa: F403
@@ -40,4 +42,4 @@ from .transformer import (
 from .version import __version__
 
 # `import dlfree.nn.functional as F` gives dlfree.functional itself, as torch programs expect.
-sys.modules[__name__ + ".functional"] = functional
+_sys.modules[__name__ + ".functional"] = functional
