@@ -46,8 +46,9 @@ class _Lazy(Module):
                                 "the input size from")
         size = input.shape[self.size_dim]
         plain = self.cls_to_become(size, **self._pending)
+        own = set(Module().__dict__) - {"_init_arguments"}  # tables, hooks, mode: stay ours
         for name, value in plain.__dict__.items():
-            if name not in ("_parameters", "_buffers", "_modules", "training"):
+            if name not in own:
                 object.__setattr__(self, name, value)
         for name, param in plain._parameters.items():
             placeholder = self._parameters[name]
