@@ -9,7 +9,7 @@ from dlfree.utils import (
     vector_to_parameters,
 )
 
-from . import rnn
+from . import parametrizations, parametrize, rnn
 
 __all__ = ["clip_grad_norm_", "clip_grad_value_", "parameters_to_vector",
-           "vector_to_parameters", "rnn"]
+           "vector_to_parameters", "rnn", "parametrize", "parametrizations"]
