@@ -82,7 +82,7 @@ bool = bool_  # noqa: A001  (dl.bool, as torch.bool)
 half, double, long, short = float16, float64, int64, int16
 float, int = float32, int32  # noqa: A001  (dl.float, dl.int, as torch's)
 # dl.cuda.amp, torch's older home of autocast and GradScaler, is dl.amp itself.
-cuda.amp = amp  # type: ignore[attr-defined]
+cuda.amp = amp
 _sys.modules[__name__ + ".cuda.amp"] = amp
 device = Device
 
