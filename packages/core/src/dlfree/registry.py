@@ -122,8 +122,9 @@ class Registry:
                     "third-party plugins), which is not installed or was not loaded; install "
                     f"it with: pip install {dist}")
         same_letters = [c for c in known if c.lower() == name.lower()]
-        close = same_letters + [c for c in difflib.get_close_matches(name, known, n=3, cutoff=0.6)
-                                if c not in same_letters]
+        # each name once, those equal but for case first ("did you mean roberta, roberta?")
+        close = list(dict.fromkeys(
+            same_letters + difflib.get_close_matches(name, known, n=3, cutoff=0.6)))
         if close:
             message += f"; did you mean {', '.join(close)}?"
         shown = ", ".join(known[:20]) + (", ..." if len(known) > 20 else "")

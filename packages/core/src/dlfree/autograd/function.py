@@ -5,6 +5,7 @@ from __future__ import annotations
 import threading
 import traceback
 
+from ..dtypes import bfloat16, float32
 from ..errors import AutogradError, DeviceError, ShapeError
 from ..tensor import Tensor
 from .autocast_state import AUTOCAST
@@ -38,9 +39,13 @@ class Function:
 
     `autocast` declares the op's autocast policy: "lower", "float32", "promote" or None
     (see `autocasting`); inside an autocast region `apply` casts the inputs by it first.
+    `keeps_bfloat16`: an op whose only floating inputs are bfloat16 returns bfloat16, as in
+    torch, even where its kernel widened to float32 (ml_dtypes' matmul does); the casts,
+    whose result dtype is the one asked for, set it False.
     """
 
     autocast: str | None = None
+    keeps_bfloat16 = True
     saves: tuple = ()
     save_output = False
     output_index = None
@@ -86,6 +91,11 @@ class Function:
             raise error from e
         if type(out) is not device.array_type:
             out = device.xp.asarray(out)
+        if _BFLOAT16 is not None and out.dtype == _FLOAT32 and cls.keeps_bfloat16 and \
+                _bfloat16_op(inputs):
+            # ml_dtypes multiplies bfloat16 matrices into float32; torch keeps bfloat16 in
+            # and out, and so does every op here, whatever its kernel returned
+            out = out.astype(_BFLOAT16)
         result = _make(out, device)
         if record:
             fn.next_edges = tuple([
@@ -186,3 +196,18 @@ def broadcast_error(op: str, shapes: list) -> ShapeError | None:
 
 
 _make = Tensor._make  # a global: one lookup fewer in the hot Function.apply
+_BFLOAT16 = bfloat16.np if bfloat16 is not None else None
+_FLOAT32 = float32.np
+
+
+def _bfloat16_op(inputs) -> bool:
+    """Whether bfloat16 is the only floating dtype among the inputs (with a wider one,
+    float32 is the promoted result, not a kernel's widening)."""
+    seen = False
+    for t in inputs:
+        dt = t._data.dtype
+        if dt == _BFLOAT16:
+            seen = True
+        elif dt.kind == "f":
+            return False
+    return seen

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from ..errors import DTypeError
 from .base import Backend
 
 
@@ -43,6 +44,10 @@ class CupyBackend(Backend):
         return self.xp.cuda.Device(index)
 
     def asarray(self, obj, dtype=None, index: int = 0):
+        wanted = getattr(obj, "dtype", None) if dtype is None else dtype
+        if wanted is not None and str(wanted) == "bfloat16":
+            raise DTypeError("bfloat16 tensors live on the CPU only: CuPy cannot hold "
+                             "bfloat16; convert with .float() or .half() before moving to cuda")
         with self.xp.cuda.Device(index):
             return self.xp.asarray(obj, dtype=dtype)
 

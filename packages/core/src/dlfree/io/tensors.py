@@ -9,7 +9,8 @@ import numpy as np
 import safetensors
 import safetensors.numpy
 
-from ..errors import CheckpointError
+from ..dtypes import BFLOAT16_MISSING
+from ..errors import CheckpointError, DTypeError
 from ..tensor import Tensor
 from . import integrity
 from .atomic import atomic_write
@@ -67,6 +68,11 @@ def load_tensors(path: str | os.PathLike, device=None, verify: bool = True,
         with safetensors.safe_open(os.fspath(path), framework="numpy") as f:
             metadata = dict(f.metadata() or {})
             arrays = {name: f.get_tensor(name) for name in f.keys()}  # noqa: SIM118
+    except TypeError as e:  # NumPy cannot name the dtype: BF16 without ml_dtypes
+        if "bfloat16" in str(e):
+            raise DTypeError(f"{path} holds bfloat16 (BF16) tensors: {BFLOAT16_MISSING}") from None
+        raise CheckpointError(f"{path} is not a readable safetensors file "
+                              f"(corrupt or truncated?): {e}") from None
     except Exception as e:  # SafetensorError, and what a hostile header makes NumPy raise
         raise CheckpointError(f"{path} is not a readable safetensors file "
                               f"(corrupt or truncated?): {e}") from None

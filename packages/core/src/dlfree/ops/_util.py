@@ -120,7 +120,7 @@ KINDS = {
 def check_kind(t: Tensor, kinds: str, op: str, hint: str = "") -> None:
     """Raise `DTypeError` naming `op`, `t`'s dtype and what is valid unless `t`'s dtype is of
     one of `kinds` (a key of KINDS); `hint` says how to fix it."""
-    if t._data.dtype.kind not in kinds:
+    if dtypes.kind(t._data.dtype) not in kinds:
         raise DTypeError(f"{op}: not supported for {t.dtype.name} tensors; valid: "
                          f"{KINDS[kinds]}" + (f"; {hint}" if hint else ""))
 
