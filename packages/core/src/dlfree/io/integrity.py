@@ -22,7 +22,7 @@ def digest(metadata: Mapping[str, str], arrays: Mapping[str, np.ndarray]) -> str
     for name in sorted(arrays):
         a = np.ascontiguousarray(arrays[name])
         h.update(f"\0{name}\0{a.dtype.str}\0{a.shape}\0".encode("utf-8", "surrogatepass"))
-        h.update(a.data)
+        h.update(a.reshape(-1).view(np.uint8))  # bytes of any dtype, bfloat16 included
     return h.hexdigest()
 
 

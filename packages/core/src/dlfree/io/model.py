@@ -147,11 +147,14 @@ def convert_floating(tensors: Mapping[str, Tensor], dtype) -> dict[str, Tensor]:
 
 
 def _adopt_saved_dtypes(model, weights: Mapping[str, Tensor]) -> None:
-    """Give each floating tensor of the rebuilt model the dtype its saved weights have, so a
-    model saved after `.half()` loads back in float16 (loading alone would cast to the
-    dtype the constructor chose)."""
+    """Give the rebuilt model's floating tensors the one floating dtype its saved weights
+    share, so a model saved after `.half()` (or `.double()`, `.bfloat16()`) loads back in it
+    (loading alone would cast to the dtype the constructor chose). Weights of several
+    floating dtypes are left to the dtype check, which refuses the ones that differ."""
+    saved = {t.dtype for t in weights.values() if t.is_floating_point()}
+    if len(saved) != 1:
+        return
+    (dtype,) = saved
     for key, target in model.state_dict(keep_vars=True).items():
-        saved = weights.get(key)
-        if (saved is not None and saved.is_floating_point() and target.is_floating_point()
-                and saved.dtype is not target.dtype):
-            target.data = target.data.to(saved.dtype)
+        if key in weights and target.is_floating_point() and target.dtype is not dtype:
+            target.data = target.data.to(dtype)
