@@ -60,6 +60,7 @@ from .io import load, save  # noqa: E402
 # dlfree.ops: a type checker reads only literal __all__ lists, and ops' is computed.
 from .ops.cast import *  # noqa: E402,F403
 from .ops.comparison import *  # noqa: E402,F403
+from .ops.decomposition import *  # noqa: E402,F403
 from .ops.elementwise import *  # noqa: E402,F403
 from .ops.indexing import *  # noqa: E402,F403
 from .ops.inplace import *  # noqa: E402,F403
