@@ -19,6 +19,7 @@ from . import (  # noqa: E402
     cuda,
     data,
     distributed,
+    func,
     functional,
     io,
     linalg,
