@@ -19,6 +19,7 @@ from . import (  # noqa: E402
     cuda,
     data,
     distributed,
+    fft,
     func,
     functional,
     io,
@@ -34,6 +35,8 @@ from .device import Device  # noqa: E402
 from .dtypes import (  # noqa: E402
     DType,
     bool_,
+    complex64,
+    complex128,
     float16,
     float32,
     float64,
@@ -61,6 +64,7 @@ from .io import load, save  # noqa: E402
 # dlfree.ops: a type checker reads only literal __all__ lists, and ops' is computed.
 from .ops.cast import *  # noqa: E402,F403
 from .ops.comparison import *  # noqa: E402,F403
+from .ops.complex_numbers import *  # noqa: E402,F403
 from .ops.decomposition import *  # noqa: E402,F403
 from .ops.elementwise import *  # noqa: E402,F403
 from .ops.indexing import *  # noqa: E402,F403
@@ -76,6 +80,7 @@ from .version import __version__  # noqa: E402
 
 bool = bool_  # noqa: A001  (dl.bool, as torch.bool)
 half, double, long, short = float16, float64, int64, int16
+cfloat, cdouble = complex64, complex128
 device = Device
 
 

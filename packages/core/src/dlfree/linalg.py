@@ -12,6 +12,7 @@ import math
 import numbers
 from typing import NamedTuple
 
+from .autograd.autocasting import autocast_policy
 from .errors import LinAlgError, ShapeError
 from .ops import decomposition as _d
 from .ops.linalg import matmul, matrix_norm
@@ -299,6 +300,7 @@ def lu(A, *, pivot: bool = True) -> LUResult:
     return LUResult(_d.permutation_matrix(pivots, A), low, _d.triu(packed[..., :k, :]))
 
 
+@autocast_policy("lower")
 def multi_dot(tensors) -> Tensor:
     """The product of a list of matrices (the first may be a vector, as may the last)."""
     if len(tensors) < 2:
@@ -309,6 +311,7 @@ def multi_dot(tensors) -> Tensor:
     return result
 
 
+@autocast_policy("lower")
 def vecdot(x, y, *, dim: int = -1) -> Tensor:
     """The dot product of vectors along `dim`, broadcasting the others."""
     return (x * y).sum(dim)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import threading
 import traceback
 
-from ..errors import AutogradError, DeviceError
+from ..errors import AutogradError, DeviceError, DTypeError
 from ..tensor import Tensor
 from .autocast_state import AUTOCAST
 from .grad_mode import STATE
@@ -38,9 +38,14 @@ class Function:
 
     `autocast` declares the op's autocast policy: "lower", "float32", "promote" or None
     (see `autocasting`); inside an autocast region `apply` casts the inputs by it first.
+
+    `complex_grad` declares that backward is right for complex tensors too (torch's
+    convention: the gradient of a real loss L at z = x + iy is dL/dx + i dL/dy). Recording
+    an op with a complex result that does not declare it is an error, not a wrong gradient.
     """
 
     autocast: str | None = None
+    complex_grad = False
     saves: tuple = ()
     save_output = False
     output_index = None
@@ -82,6 +87,12 @@ class Function:
             out = device.xp.asarray(out)
         result = _make(out, device)
         if record:
+            if out.dtype.kind == "c" and not cls.complex_grad:
+                raise DTypeError(f"{cls.__name__.lower()}: gradients through this op are "
+                                 "defined for real tensors only; a complex tensor that "
+                                 "requires grad may pass through the complex-aware ops "
+                                 "(arithmetic, reductions by sum and mean, views, dl.fft, "
+                                 "real/imag/abs/angle)")
             fn.next_edges = tuple([
                 t.grad_fn if t.grad_fn is not None else (t if t.requires_grad else None)
                 for t in inputs

@@ -23,6 +23,7 @@ from . import (  # noqa: F401
 )
 from .cast import *  # noqa: F403
 from .comparison import *  # noqa: F403
+from .complex_numbers import *  # noqa: F403
 from .decomposition import *  # noqa: F403
 from .elementwise import *  # noqa: F403
 from .indexing import *  # noqa: F403
@@ -32,7 +33,7 @@ from .reduction import *  # noqa: F403
 from .shape import *  # noqa: F403
 from .softmax import *  # noqa: F403
 
-TENSOR_FAMILIES = ("cast", "comparison", "decomposition", "elementwise", "indexing",
-                   "inplace", "linalg", "reduction", "shape", "softmax")
+TENSOR_FAMILIES = ("cast", "comparison", "complex_numbers", "decomposition", "elementwise",
+                   "indexing", "inplace", "linalg", "reduction", "shape", "softmax")
 __all__ = [name for family in TENSOR_FAMILIES
            for name in importlib.import_module(f"{__name__}.{family}").__all__]
