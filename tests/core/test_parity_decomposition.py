@@ -106,6 +106,13 @@ CASES = [
     Case("eigh", lambda m, a: absolute(lin(m).eigh(sym(a))), [(3, 3)], gradgrad=True),
     Case("eigh_upper_batch", lambda m, a: absolute(lin(m).eigh(sym(a), UPLO="U")),
          [(2, 4, 4)]),
+    Case("eigvals", lambda m, a: m.view_as_real(lin(m).eigvals(a)), [(2, 4, 4)],
+         gradgrad=True),
+    Case("eig", lambda m, a: (lambda w, v: (m.view_as_real(w), v.abs()))(*lin(m).eig(a)),
+         [(3, 3)], gradgrad=True),
+    Case("eig_products", lambda m, a, b: m.view_as_real(
+        (lambda w, v: (v.abs() ** 2 * w.unsqueeze(-2)).sum(-1) @ m.complex(b, b))(
+            *lin(m).eig(a))), [(3, 3), (3, 2)]),
     Case("eigvalsh", lambda m, a: lin(m).eigvalsh(sym(a)), [(2, 3, 3)], gradgrad=True),
     # matrix functions
     Case("matrix_power_3", lambda m, a: lin(m).matrix_power(a, 3), [(2, 3, 3)], gradgrad=True),
@@ -126,6 +133,13 @@ CASES = [
     Case("lu_factor_pivots", lambda m, a: lin(m).lu_factor(a).pivots, [(2, 4, 4)],
          grad=False),
     Case("lu", lambda m, a: tuple(lin(m).lu(a)), [(3, 3)]),
+    Case("lu_factor_ex", lambda m, a: lin(m).lu_factor_ex(a).LU, [(3, 3)]),
+    Case("lu_solve", lambda m, a, b: lin(m).lu_solve(*lin(m).lu_factor(a), b),
+         [(2, 3, 3), (2, 3, 2)], gradgrad=True),
+    Case("lu_solve_adjoint", lambda m, a, b: lin(m).lu_solve(*lin(m).lu_factor(a), b,
+                                                             adjoint=True), [(3, 3), (3, 2)]),
+    Case("lu_solve_right", lambda m, a, b: lin(m).lu_solve(*lin(m).lu_factor(a), b,
+                                                           left=False), [(3, 3), (2, 3)]),
     Case("lu_tall", lambda m, a: tuple(lin(m).lu(a)), [(4, 3)], grad=False),
     Case("lu_wide", lambda m, a: tuple(lin(m).lu(a)), [(2, 3, 5)], grad=False),
     # composites

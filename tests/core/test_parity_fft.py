@@ -47,6 +47,8 @@ CASES = [
          [(3,), (3,), (3,), (3,)], gradgrad=True),
     Case("complex_times_real", lambda m, a, b, c: m.view_as_real(cplx(m, a, b) * c - 1j * c),
          [(3,), (3,), (3,)], gradgrad=True),
+    Case("complex_matmul", lambda m, a, b, c, d: m.view_as_real(cplx(m, a, b) @ cplx(m, c, d)),
+         [(2, 3), (2, 3), (3, 2), (3, 2)], gradgrad=True),
     Case("complex_sum_views", lambda m, a, b: m.view_as_real(
         cplx(m, a, b).reshape(2, 3).mT[1:].sum(0)), [(6,), (6,)]),
     Case("complex_to_real_cast", lambda m, a, b: cplx(m, a, b).to(a.dtype) * 2, [(3,), (3,)],

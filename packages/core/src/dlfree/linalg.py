@@ -2,8 +2,7 @@
 
 The decompositions themselves (and their backward rules) are ops, in
 `dlfree/ops/decomposition.py`; this module gives them torch.linalg's names, signatures and
-named results. `eig` and `eigvals` (complex results) are not here: dl.free has no complex
-dtypes.
+named results.
 """
 
 from __future__ import annotations
@@ -23,8 +22,8 @@ from .tensor import Tensor
 
 __all__ = ["norm", "vector_norm", "matrix_norm", "matmul", "det", "slogdet", "inv", "inv_ex",
            "pinv", "solve", "solve_ex", "solve_triangular", "lstsq", "cholesky", "cholesky_ex",
-           "qr", "svd", "svdvals", "eigh", "eigvalsh", "matrix_power", "matrix_exp",
-           "matrix_rank", "cond", "lu", "lu_factor", "multi_dot", "vecdot", "diagonal",
+           "qr", "svd", "svdvals", "eig", "eigvals", "eigh", "eigvalsh", "matrix_power", "matrix_exp",
+           "matrix_rank", "cond", "lu", "lu_factor", "lu_factor_ex", "lu_solve", "multi_dot", "vecdot", "diagonal",
            "tensorinv", "tensorsolve", "vander", "LinAlgError"]
 
 
@@ -65,6 +64,12 @@ class LUResult(NamedTuple):
 class LUFactorResult(NamedTuple):
     LU: Tensor
     pivots: Tensor
+
+
+class LUFactorExResult(NamedTuple):
+    LU: Tensor
+    pivots: Tensor
+    info: Tensor
 
 
 # The `_ex` results carry LAPACK's `info`, always zeros: a failure raises `LinAlgError`.
@@ -246,6 +251,23 @@ def eigh(A, UPLO: str = "L") -> EighResult:
     return EighResult(*_d.decompose(_d.Eigh, A, op="linalg.eigh", uplo=uplo))
 
 
+class EigResult(NamedTuple):
+    eigenvalues: Tensor
+    eigenvectors: Tensor
+
+
+def eig(A) -> EigResult:
+    """Eigenvalues and unit eigenvectors (columns) of each square matrix, as complex
+    tensors; a vector's phase is arbitrary, so losses should not depend on it."""
+    _d.check_matrices(A, "linalg.eig")
+    return EigResult(*_d.decompose(_d.Eig, A, op="linalg.eig"))
+
+
+def eigvals(A) -> Tensor:
+    """The eigenvalues of each square matrix, complex."""
+    return eig(A).eigenvalues
+
+
 def eigvalsh(A, UPLO: str = "L") -> Tensor:
     """The eigenvalues (ascending) of each symmetric matrix."""
     return eigh(A, UPLO).eigenvalues
@@ -289,6 +311,25 @@ def lu_factor(A, *, pivot: bool = True) -> LUFactorResult:
         raise ValueError("linalg.lu_factor: pivot=False is not supported on the CPU (as in "
                          "torch); valid: pivot=True")
     return LUFactorResult(*_d.decompose(_d.LUFactor, A, op="linalg.lu_factor"))
+
+
+def lu_factor_ex(A, *, pivot: bool = True, check_errors: bool = False) -> LUFactorExResult:
+    """`lu_factor` with torch's (LU, pivots, info) result."""
+    return LUFactorExResult(*lu_factor(A, pivot=pivot), _info(A))
+
+
+def lu_solve(LU, pivots, B, *, left: bool = True, adjoint: bool = False) -> Tensor:
+    """X with A X = B (A^T X = B with `adjoint`, X A = B with `left=False`) for A given by
+    `lu_factor`'s packed (LU, pivots); differentiable in LU and B."""
+    if not left:
+        return lu_solve(LU, pivots, B.mT, adjoint=not adjoint).mT
+    _d.check_matrices(LU, "linalg.lu_solve")
+    p = _d.permutation_matrix(pivots, LU)
+    if adjoint:  # A^T = U^T L^T P^T
+        y = solve_triangular(LU.mT, B, upper=False)
+        return p @ solve_triangular(LU.mT, y, upper=True, unitriangular=True)
+    y = solve_triangular(LU, p.mT @ B, upper=False, unitriangular=True)
+    return solve_triangular(LU, y, upper=True)
 
 
 def lu(A, *, pivot: bool = True) -> LUResult:

@@ -84,6 +84,8 @@ class Decomposition(Function):
 class Output(Function):
     """One output of a `Decomposition`; its gradient goes to that node's backward."""
 
+    complex_grad = True  # it has no backward of its own
+
     def forward(self, whole, value, index):
         self.output_index = index
         return value
@@ -98,7 +100,7 @@ def decompose(cls, *inputs: Tensor, op: str = "", **params) -> tuple:
             arrays = lapack(op, cls.compute, device.xp, *[t._data for t in inputs], **params)
         return tuple(Tensor._make(a, device) for a in arrays)
     whole = lapack(op, cls.apply, *inputs, **params)
-    return tuple(Output.apply(whole, value=a, index=i) if a.dtype.kind == "f"
+    return tuple(Output.apply(whole, value=a, index=i) if a.dtype.kind in "fc"
                  else Tensor._make(a, device) for i, a in enumerate(whole.grad_fn.results))
 
 
@@ -125,6 +127,7 @@ class Solve(Function):
     """X with A X = B for matrices B (..., n, k); the batch dims broadcast."""
 
     save_output = True
+    complex_grad = True
 
     def forward(self, a, b):
         self.saves = (0,)
@@ -133,6 +136,10 @@ class Solve(Function):
 
     def backward(self, g):
         a, x = self.saved_tensors
+        if x._data.dtype.kind == "c":  # the adjoint solve: conjugate transposes
+            from .complex_numbers import conj
+
+            a, x = conj(a), conj(x)
         gb = solve_matrices(a.mT, g)
         ga = -(gb @ x.mT)
         return sum_to(ga, self.shapes[0]), sum_to(gb, self.shapes[1])
@@ -321,6 +328,34 @@ class Eigh(Decomposition):
             e = w.unsqueeze(-2) - w.unsqueeze(-1) + diag_embed(w * 0 + 1)
             inner = inner + 0.5 * (vtgv - vtgv.mT) / e
         return (v @ inner @ v.mT,)
+
+
+class Eig(Decomposition):
+    """Eigenvalues and unit eigenvectors of a general square matrix, always complex (as
+    torch's); the gradient is torch's, for functions invariant to each vector's phase."""
+
+    complex_grad = True
+
+    @staticmethod
+    def compute(xp, a):
+        w, v = xp.linalg.eig(a)
+        kind = a.dtype if a.dtype.kind == "c" else xp.result_type(a.dtype, xp.complex64)
+        return w.astype(kind, copy=False), v.astype(kind, copy=False)
+
+    def gradient(self, inputs, outputs, grads):
+        from .complex_numbers import conj, real
+
+        (a,), (w, v), (gw, gv) = inputs, outputs, grads
+        vh = conj(v).mT
+        inner = diag_embed(gw) if gw is not None else diag_embed(w * 0)
+        if gv is not None:
+            vhgv = vh @ gv
+            # keep the vectors' unit norm: remove V^H V diag(re(V^H gV))
+            vhgv = vhgv - vh @ (v * real(diagonal(vhgv, 0, -2, -1)).unsqueeze(-2))
+            e = conj(w.unsqueeze(-2) - w.unsqueeze(-1)) + diag_embed(w * 0 + 1)
+            inner = inner + vhgv / e
+        ga = solve_matrices(vh, inner @ vh, "linalg.eig")
+        return (ga if a._data.dtype.kind == "c" else real(ga),)
 
 
 # ------------------------------------------------------------------------- pinv

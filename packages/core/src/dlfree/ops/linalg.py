@@ -31,6 +31,8 @@ class MatMul(Function):
     product too, instead of a batch of them summed.
     """
 
+    complex_grad = True
+
     def forward(self, a, b):
         na, nb = self.needs_input_grad or (False, False)
         self.saves = ((1,) if na else ()) + ((0,) if nb else ())
@@ -43,6 +45,10 @@ class MatMul(Function):
     def backward(self, g):
         na, nb = self.needs_input_grad
         saved = self.saved_tensors
+        if saved[0]._data.dtype.kind == "c":  # complex: the products with the conjugates
+            from .complex_numbers import conj
+
+            saved = tuple(conj(t) for t in saved)
         b = saved[0] if na else None
         a = saved[-1] if nb else None
         da, db = self.ndims
