@@ -22,9 +22,10 @@ from .tensor import Tensor
 
 __all__ = ["norm", "vector_norm", "matrix_norm", "matmul", "det", "slogdet", "inv", "inv_ex",
            "pinv", "solve", "solve_ex", "solve_triangular", "lstsq", "cholesky", "cholesky_ex",
-           "qr", "svd", "svdvals", "eig", "eigvals", "eigh", "eigvalsh", "matrix_power", "matrix_exp",
-           "matrix_rank", "cond", "lu", "lu_factor", "lu_factor_ex", "lu_solve", "multi_dot", "vecdot", "diagonal",
-           "tensorinv", "tensorsolve", "vander", "LinAlgError"]
+           "qr", "svd", "svdvals", "eig", "eigvals", "eigh", "eigvalsh", "matrix_power",
+           "matrix_exp", "matrix_rank", "cond", "lu", "lu_factor", "lu_factor_ex", "lu_solve",
+           "multi_dot", "vecdot", "diagonal", "tensorinv", "tensorsolve", "vander",
+           "LinAlgError"]
 
 
 class SlogdetResult(NamedTuple):
