@@ -57,9 +57,10 @@ DIFFERS = {
     "torch:seed": "seeds NumPy's PCG64 generator (random numbers differ from torch's)",
     "torch:get_rng_state": "the state of NumPy's PCG64 generator, not torch's byte tensor",
     "torch:set_rng_state": "takes the state `get_rng_state` returned (PCG64's), not torch's",
-    "torch:save": "no pickle: tensors, state dicts and nested containers of them in one "
-                  "safetensors file; arbitrary objects are refused",
-    "torch:load": "no pickle: reads what `dl.save` writes and safetensors files",
+    "torch:save": "no pickle: what it writes is one safetensors file (weights, and the "
+                  "structure as JSON); objects it cannot describe are refused",
+    "torch:load": "no pickle: reads what `dl.save` writes, building objects only through "
+                  "the registries",
     "torch.Tensor:numpy": "a NumPy array on the CPU; CuPy arrays are returned by `.cupy()`",
 }
 

@@ -57,6 +57,7 @@ from .errors import (  # noqa: E402
     PluginError,
     ShapeError,
 )
+from .func import vmap  # noqa: E402
 from .hookspecs import hookimpl, hookspec  # noqa: E402
 from .io import load, save  # noqa: E402
 
