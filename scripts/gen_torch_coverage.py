@@ -211,6 +211,15 @@ def render() -> str:
         "implemented when dl.free has it on the matching surface (`dl.x` for `torch.x`, "
         "`Tensor.x` for `torch.Tensor.x`); the reasons for the other lists are in the script.",
         "",
+        "The same question in code, for one name:",
+        "",
+        "```python",
+        "import dlfree as dl",
+        "",
+        "assert hasattr(dl.linalg, \"svd\") and hasattr(dl.Tensor, \"det\") and "
+        "hasattr(dl.fft, \"rfft\")",
+        "```",
+        "",
         "| surface | torch names | implemented | of which differ on purpose | not planned "
         "| missing |",
         "|---|---|---|---|---|---|",
