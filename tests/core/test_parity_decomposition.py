@@ -106,13 +106,6 @@ CASES = [
     Case("eigh", lambda m, a: absolute(lin(m).eigh(sym(a))), [(3, 3)], gradgrad=True),
     Case("eigh_upper_batch", lambda m, a: absolute(lin(m).eigh(sym(a), UPLO="U")),
          [(2, 4, 4)]),
-    Case("eigvals", lambda m, a: m.view_as_real(lin(m).eigvals(a)), [(2, 4, 4)],
-         gradgrad=True),
-    Case("eig", lambda m, a: (lambda w, v: (m.view_as_real(w), v.abs()))(*lin(m).eig(a)),
-         [(3, 3)], gradgrad=True),
-    Case("eig_products", lambda m, a, b: m.view_as_real(
-        (lambda w, v: (v.abs() ** 2 * w.unsqueeze(-2)).sum(-1) @ m.complex(b, b))(
-            *lin(m).eig(a))), [(3, 3), (3, 2)]),
     Case("eigvalsh", lambda m, a: lin(m).eigvalsh(sym(a)), [(2, 3, 3)], gradgrad=True),
     # matrix functions
     Case("matrix_power_3", lambda m, a: lin(m).matrix_power(a, 3), [(2, 3, 3)], gradgrad=True),

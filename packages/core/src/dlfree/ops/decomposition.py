@@ -15,7 +15,7 @@ import math
 
 from ..autograd.function import Function
 from ..autograd.grad_mode import STATE
-from ..errors import AutogradError, LinAlgError, ShapeError
+from ..errors import AutogradError, DeviceError, LinAlgError, ShapeError
 from ..tensor import Tensor
 from ._util import check_float, sum_to, tensor_method
 from .indexing import tril, triu
@@ -338,6 +338,9 @@ class Eig(Decomposition):
 
     @staticmethod
     def compute(xp, a):
+        if not hasattr(xp.linalg, "eig"):
+            raise DeviceError("linalg.eig: CuPy has no general eigensolver; valid: a CPU "
+                              "tensor (A.cpu()), or linalg.eigh for symmetric matrices")
         w, v = xp.linalg.eig(a)
         kind = a.dtype if a.dtype.kind == "c" else xp.result_type(a.dtype, xp.complex64)
         return w.astype(kind, copy=False), v.astype(kind, copy=False)
