@@ -30,7 +30,8 @@ def make_training_step():
     rows = dl.arange(BATCH)
     params = []
     for fan_in, fan_out in pairwise(SIZES):
-        w = rng.standard_normal((fan_in, fan_out), dtype=np.float32) / np.sqrt(fan_in)
+        # float32 throughout: matmul refuses mixed dtypes, as torch does
+        w = (rng.standard_normal((fan_in, fan_out)) / np.sqrt(fan_in)).astype(np.float32)
         params += [dl.Parameter(w), dl.Parameter(np.zeros(fan_out, dtype=np.float32))]
     w1, b1, w2, b2, w3, b3 = params
 

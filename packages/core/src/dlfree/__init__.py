@@ -64,16 +64,25 @@ from .io import load, save  # noqa: E402
 # The tensor ops (dlfree.ops.TENSOR_FAMILIES), a star import per family rather than one of
 # dlfree.ops: a type checker reads only literal __all__ lists, and ops' is computed.
 from .ops.cast import *  # noqa: E402,F403
+from .ops.combining import *  # noqa: E402,F403
 from .ops.comparison import *  # noqa: E402,F403
 from .ops.complex_numbers import *  # noqa: E402,F403
+from .ops.counting import *  # noqa: E402,F403
 from .ops.decomposition import *  # noqa: E402,F403
 from .ops.elementwise import *  # noqa: E402,F403
 from .ops.indexing import *  # noqa: E402,F403
 from .ops.inplace import *  # noqa: E402,F403
 from .ops.linalg import *  # noqa: E402,F403
+from .ops.placing import *  # noqa: E402,F403
+from .ops.pointwise import *  # noqa: E402,F403
+from .ops.products import *  # noqa: E402,F403
 from .ops.reduction import *  # noqa: E402,F403
+from .ops.sampling import *  # noqa: E402,F403
 from .ops.shape import *  # noqa: E402,F403
 from .ops.softmax import *  # noqa: E402,F403
+from .ops.sorting import *  # noqa: E402,F403
+from .ops.special import *  # noqa: E402,F403
+from .ops.statistics import *  # noqa: E402,F403
 from .random import Generator, get_rng_state, initial_seed, manual_seed, seed, set_rng_state  # noqa: E402,I001
 from .tensor import Parameter, Size, Tensor  # noqa: E402
 from .threads import get_num_threads, set_num_threads  # noqa: E402

@@ -14,6 +14,7 @@ from typing import NamedTuple
 from .autograd.autocasting import autocast_policy
 from .errors import LinAlgError, ShapeError
 from .ops import decomposition as _d
+from .ops import products
 from .ops.linalg import matmul, matrix_norm
 from .ops.reduction import vector_norm
 from .ops.shape import diagonal as _diagonal
@@ -25,7 +26,7 @@ __all__ = ["norm", "vector_norm", "matrix_norm", "matmul", "det", "slogdet", "in
            "qr", "svd", "svdvals", "eig", "eigvals", "eigh", "eigvalsh", "matrix_power",
            "matrix_exp", "matrix_rank", "cond", "lu", "lu_factor", "lu_factor_ex", "lu_solve",
            "multi_dot", "vecdot", "diagonal", "tensorinv", "tensorsolve", "vander",
-           "LinAlgError"]
+           "cross", "LinAlgError"]
 
 
 class SlogdetResult(NamedTuple):
@@ -87,6 +88,11 @@ class SolveExResult(NamedTuple):
 class CholeskyExResult(NamedTuple):
     L: Tensor
     info: Tensor
+
+
+def cross(input, other, *, dim: int = -1):
+    """The cross product of 3-vectors along `dim` (the last by default), broadcasting."""
+    return products.cross(input, other, dim=dim)
 
 
 def norm(A, ord=None, dim=None, keepdim: bool = False, *, dtype=None):

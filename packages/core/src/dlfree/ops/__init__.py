@@ -22,18 +22,29 @@ from . import (  # noqa: F401
     resample,
 )
 from .cast import *  # noqa: F403
+from .combining import *  # noqa: F403
 from .comparison import *  # noqa: F403
 from .complex_numbers import *  # noqa: F403
+from .counting import *  # noqa: F403
 from .decomposition import *  # noqa: F403
 from .elementwise import *  # noqa: F403
 from .indexing import *  # noqa: F403
 from .inplace import *  # noqa: F403
 from .linalg import *  # noqa: F403
+from .placing import *  # noqa: F403
+from .pointwise import *  # noqa: F403
+from .products import *  # noqa: F403
 from .reduction import *  # noqa: F403
+from .sampling import *  # noqa: F403
 from .shape import *  # noqa: F403
 from .softmax import *  # noqa: F403
+from .sorting import *  # noqa: F403
+from .special import *  # noqa: F403
+from .statistics import *  # noqa: F403
 
-TENSOR_FAMILIES = ("cast", "comparison", "complex_numbers", "decomposition", "elementwise",
-                   "indexing", "inplace", "linalg", "reduction", "shape", "softmax")
+TENSOR_FAMILIES = ("cast", "comparison", "elementwise", "indexing", "inplace", "linalg",
+                   "reduction", "shape", "softmax", "combining", "counting", "placing", "pointwise",
+                   "products", "sampling", "sorting", "special", "statistics", "complex_numbers",
+                   "decomposition")
 __all__ = [name for family in TENSOR_FAMILIES
            for name in importlib.import_module(f"{__name__}.{family}").__all__]

@@ -91,6 +91,12 @@ def _rows(array):
 
 
 def _matmul(input, other, op: str) -> Tensor:
+    if isinstance(input, Tensor) and isinstance(other, Tensor) and \
+            input._data.dtype != other._data.dtype:
+        # torch refuses to promote inside a matrix product (float32 @ int64 is an error)
+        raise DTypeError(f"{op}: expected both operands to have the same dtype, got "
+                         f"{input.dtype.name} and {other.dtype.name}; convert one first, "
+                         f"e.g. other.to({input.dtype.name})")
     a, b = promote(input, other, op)
     if a.ndim == 0 or b.ndim == 0:
         raise ShapeError(f"{op}: both arguments need at least 1 dimension, got shapes "
