@@ -13,7 +13,7 @@ TUNING_VARIABLES = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"
                     "GLIBC_TUNABLES")
 # References whose speed is NumPy's and its BLAS's, and those that run on torch's kernels.
 NUMPY_BASED = {"dlfree", "numpy"}
-TORCH_BASED = {"torch", "torch_optimizer", "transformers"}
+TORCH_BASED = {"torch", "torch_optimizer", "transformers", "torch_geometric"}
 
 
 def machine() -> dict:

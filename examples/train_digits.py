@@ -4,12 +4,15 @@ The 1,797 8x8 images are split 80/20 with a fixed seed and normalised with the t
 images' mean and spread. Two conv-ReLU-max-pool blocks and a linear read-out learn them
 with AdamW under a one-cycle learning-rate schedule. The Trainer shows a progress line
 (a bar on a terminal) per epoch with the validation accuracy, keeps the last and the best
-model as model files, and writes a self-contained HTML report with the curves. At the end
+model as model files, and writes a self-contained HTML report with the curves. While it trains, a
+live dashboard serves the curves, progress and resources on a local port (its URL is
+printed; open it or not, the demo waits for no one) and leaves the page frozen in
+dashboard.html at the end. At the end
 the last model is read back from its file and scored on the held-out fifth: about 99 %.
 (The held-out fifth is the validation set too; it picks the best model, so the final
 score is the last model's, which it did not pick.)
 
-    python examples/train_digits.py [--epochs N] [--out DIR]
+    python examples/train_digits.py [--epochs N] [--out DIR] [--port N]
 
 Needs scikit-learn (for the images) and dlfree-nn and dlfree-optim; dlfree-metrics gives
 the accuracy metric when it is installed.
@@ -78,6 +81,8 @@ def main(argv=None) -> None:
     parser.add_argument("--out", type=Path, default=Path("runs/digits"),
                         help="where the model files and the report go (default runs/digits)")
     parser.add_argument("--seed", type=int, default=0, help="seeds the split, weights and order")
+    parser.add_argument("--port", type=int, default=0,
+                        help="the live dashboard's port on 127.0.0.1 (default 0: a free one)")
     args = parser.parse_args(argv)
 
     train, held_out = digit_splits(args.seed)
@@ -94,10 +99,11 @@ def main(argv=None) -> None:
     checkpoints = dl.train.ModelCheckpoint(args.out / "checkpoints", monitor="val_accuracy",
                                            mode="max")
     report = dl.train.HTMLReport(args.out / "report.html", title="Digits CNN")
+    dashboard = dl.train.Dashboard(port=args.port, title="Digits CNN")
     trainer = dl.train.Trainer(
         model, optimizer, nn.CrossEntropyLoss(), scheduler=schedule, scheduler_interval="step",
         metrics={"accuracy": accuracy_metric()}, max_epochs=args.epochs, seed=args.seed,
-        callbacks=["progress", checkpoints, report], run_dir=args.out)
+        callbacks=["progress", dashboard, checkpoints, report], run_dir=args.out)
     started = time.perf_counter()
     trainer.fit(train_loader, held_out_loader)
     seconds = time.perf_counter() - started
@@ -112,6 +118,7 @@ def main(argv=None) -> None:
     print(f"best:   {checkpoints.best_path} (epoch {checkpoints.best_epoch + 1}, "
           f"validation accuracy {checkpoints.best_score:.1%})")
     print(f"report: {report.path}")
+    print(f"dashboard, frozen: {dashboard.report}")
     print(f"trained {args.epochs} epoch{'s' * (args.epochs != 1)} in {seconds:.1f} s")
     print(f"held-out accuracy {scores['accuracy']:.1%} (loss {scores['loss']:.4f})")
 

@@ -45,6 +45,8 @@ environment = _load("bench_environment", BENCHMARKS / "environment.py")
 WORKLOADS["map_eval"].IMAGES = 100
 WORKLOADS["minilm_inference"].BATCH = 4
 WORKLOADS["gpt_generation"].NEW_TOKENS = 8
+WORKLOADS["gcn_step"].NODES, WORKLOADS["gcn_step"].EDGES = 2000, 20000
+WORKLOADS["gat_step"].NODES, WORKLOADS["gat_step"].EDGES = 2000, 20000
 
 
 def _reference_name(module) -> str:

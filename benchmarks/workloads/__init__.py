@@ -27,7 +27,10 @@ from . import (
     attention_block,
     cnn_step,
     conv2d,
+    dashboard_idle,
     ddp_mlp,
+    gat_step,
+    gcn_step,
     gpt_generation,
     lamb_step,
     map_eval,
@@ -38,4 +41,5 @@ from . import (
 
 WORKLOADS = {module.NAME: module
              for module in (op_overhead, mlp_step, cnn_step, conv2d, attention_block, adamw_step,
-                            lamb_step, map_eval, minilm_inference, gpt_generation, ddp_mlp)}
+                            lamb_step, map_eval, minilm_inference, gpt_generation, ddp_mlp,
+                            gcn_step, gat_step, dashboard_idle)}

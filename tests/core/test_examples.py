@@ -54,6 +54,10 @@ def test_train_digits_reaches_97_percent_and_writes_model_and_report(tmp_path):
     assert (tmp_path / "run/checkpoints/best.safetensors").exists()
     html = (tmp_path / report).read_text()
     assert "<svg" in html and "val_accuracy" in html
+    # the live dashboard's URL is printed once, as training starts; its frozen page after
+    assert len(re.findall(r"^dashboard: http://127\.0\.0\.1:\d+/$", out, re.M)) == 1, out
+    frozen = re.search(r"dashboard, frozen:\s+(\S+)", out).group(1)
+    assert 'id="frozen-events"' in (tmp_path / frozen).read_text()
 
 
 def test_train_digits_own_accuracy_count_matches_dlfree_metrics(rng):
@@ -128,3 +132,21 @@ def test_profile_prints_the_table_and_writes_a_chrome_trace(tmp_path):
     assert share and 0 < share[0] <= 100, out
     names = {event.get("name") for event in json.loads(trace.read_text())["traceEvents"]}
     assert {"data", "forward", "backward", "optimizer"} <= names
+
+
+def test_karate_gcn_classifies_the_unlabelled_members():
+    out = run_example("karate_gcn.py", "--epochs", "60")
+    accuracy = numbers(r"accuracy on the 30 unlabelled members (\d+\.\d)%", out)
+    assert accuracy and accuracy[0] >= 80.0, out  # factions: guessing gets about half
+
+
+def test_graph_classification_learns_the_shapes():
+    out = run_example("graph_classification.py", "--graphs", "90", "--epochs", "15")
+    accuracy = numbers(r"held-out accuracy (\d+\.\d)%", out)
+    assert accuracy and accuracy[0] > 60.0, out  # three classes: guessing gets a third
+
+
+def test_capsnet_digits_learns_in_one_short_epoch():
+    out = run_example("capsnet_digits.py", "--epochs", "1", "--limit", "128")
+    accuracy = numbers(r"held-out accuracy (\d+\.\d)%", out)
+    assert accuracy and accuracy[0] > 40.0, out  # ten classes: guessing gets a tenth

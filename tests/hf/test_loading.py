@@ -103,9 +103,13 @@ def test_missing_and_unexpected_weights_reported_by_name(oracle, tmp_path, caplo
 
 def test_shape_mismatch_is_an_error(oracle):
     folder, _ = oracle.checkpoint("bert", "base")
-    with pytest.raises(CheckpointError, match=r"size mismatch.*word_embeddings.weight: file "
-                                              r"has shape \(99, 32\), the model has \(50, 32\)"):
+    with pytest.raises(CheckpointError, match=r"config.json: vocab_size=50 is no dimension of "
+                                              r"any weight"):  # refused before allocating
         hf.BertModel.from_pretrained(folder, vocab_size=50)
+    with pytest.raises(CheckpointError, match=r"size mismatch.*position_embeddings.weight: "
+                                              r"file has shape \(\d+, 32\), the model has "
+                                              r"\(7, 32\)"):
+        hf.BertModel.from_pretrained(folder, max_position_embeddings=7)
 
 
 def test_old_position_ids_buffer_is_not_unexpected(oracle, tmp_path):

@@ -4,6 +4,8 @@ hyperparameter validation, gradient handling, a small network, and registration.
 
 from __future__ import annotations
 
+import inspect
+
 import dlfree as dl
 import dlfree.optim as optim
 
@@ -63,6 +65,12 @@ CASES = [
     ("Adadelta", dict()),
     ("Adadelta", dict(lr=0.5, rho=0.5, eps=1e-4)),
     ("Adadelta", dict(weight_decay=0.1, maximize=True)),
+    ("ASGD", dict(lr=0.05)),
+    ("ASGD", dict(lr=0.05, lambd=0.1, alpha=0.5, t0=10, weight_decay=0.1)),
+    ("ASGD", dict(lr=0.05, t0=5, maximize=True)),
+    ("Rprop", dict()),
+    ("Rprop", dict(lr=0.1, etas=(0.3, 1.5), step_sizes=(1e-3, 0.2))),
+    ("Rprop", dict(lr=0.05, maximize=True)),
 ]
 
 # One configuration per optimizer that creates every kind of state it has.
@@ -76,6 +84,8 @@ RICH = {
     "RMSprop": dict(lr=0.01, centered=True, momentum=0.8),
     "Adagrad": dict(lr=0.1, lr_decay=0.05, initial_accumulator_value=0.1),
     "Adadelta": dict(lr=0.5, weight_decay=0.1),
+    "ASGD": dict(lr=0.05, t0=5, weight_decay=0.1),
+    "Rprop": dict(lr=0.05, etas=(0.4, 1.3)),
 }
 NAMES = list(RICH)
 
@@ -180,6 +190,10 @@ BAD_HYPERPARAMETERS = [
     ("Adadelta", dict(rho=1.5), "rho"),
     ("Adadelta", dict(lr=-1.0), "lr"),
     ("Adadelta", dict(weight_decay=-0.5), "weight_decay"),
+    ("ASGD", dict(lambd=-1.0), "lambd"),
+    ("ASGD", dict(t0=-1), "t0"),
+    ("Rprop", dict(etas=(1.5, 1.2)), "etas"),
+    ("Rprop", dict(step_sizes=(1.0, 0.1)), "step_sizes"),
 ]
 
 
@@ -200,7 +214,8 @@ def test_bad_hyperparameter_in_a_group_is_named(name):
 @pytest.mark.parametrize("name", NAMES)
 def test_parameters_without_grad_are_skipped_and_grads_are_not_modified(name, problem):
     kwargs = {**RICH[name], "maximize": True}
-    kwargs.setdefault("weight_decay", 0.1)
+    if "weight_decay" in inspect.signature(getattr(optim, name)).parameters:  # not Rprop
+        kwargs.setdefault("weight_decay", 0.1)
     assert_skips_gradless_and_keeps_grads(lambda p: getattr(optim, name)(p, **kwargs), problem)
 
 
@@ -230,6 +245,8 @@ TRAINING_KWARGS = {
     "RMSprop": dict(lr=0.005),
     "Adagrad": dict(lr=0.1),
     "Adadelta": dict(lr=1.0),
+    "ASGD": dict(lr=0.2),
+    "Rprop": dict(lr=0.01),
 }
 
 

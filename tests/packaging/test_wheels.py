@@ -283,9 +283,10 @@ def test_the_train_wheel_ships_dlfree_train_only(wheels):
         metadata = wheel.read(next(n for n in names if n.endswith(".dist-info/METADATA")))
     assert all(n.startswith(("dlfree/train/", "dlfree_train-")) for n in names), names
     assert "dlfree/train/plugin.py" in names and "dlfree/train/hookspecs.py" in names
+    assert "dlfree/train/dashboard/page.html" in names  # the dashboard's page, a data file
     requires = {line.split(":", 1)[1].strip().split(">")[0] for line in
                 metadata.decode().splitlines() if line.startswith("Requires-Dist:")}
-    assert requires == {"dlfree", "dlfree-optim", "attrs", "tqdm"}
+    assert requires == {"dlfree", "dlfree-optim", "attrs", "tqdm", "psutil"}
 
 
 def test_every_wheel_is_marked_typed_and_the_core_ships_the_tensor_stub(wheels):

@@ -78,9 +78,9 @@ def _is_float(t) -> bool:
 
 def check_pair(dl_module, torch_module, specs, call: Callable | None = None, seed: int = 0,
                grad: bool = True, device: str = "cpu") -> None:
-    """Run both modules on the same inputs and compare every output; then backpropagate
-    the same random output gradient and compare the gradients of the inputs and of every
-    parameter (by name). `call(module, *inputs)` replaces `module(*inputs)`."""
+    """Run both modules (or functions) on the same inputs and compare every output; then
+    backpropagate the same random output gradient and compare the gradients of the inputs
+    and of every parameter (by name). `call(module, *inputs)` replaces `module(*inputs)`."""
     call = call or (lambda module, *xs: module(*xs))
     ours_in, theirs_in = build_inputs(specs, seed, device)
     ours, theirs = _outputs(call(dl_module, *ours_in)), _outputs(call(torch_module, *theirs_in))
@@ -102,6 +102,8 @@ def check_pair(dl_module, torch_module, specs, call: Callable | None = None, see
     for i, (a, b) in enumerate(zip(ours_in, theirs_in)):
         if b.requires_grad:
             _compare_grad(a.grad, b.grad, f"gradient of input {i}")
+    if not hasattr(torch_module, "named_parameters"):  # two plain functions: no parameters
+        return
     ours_params = dict(dl_module.named_parameters())
     theirs_params = dict(torch_module.named_parameters())
     assert list(ours_params) == list(theirs_params)

@@ -798,7 +798,9 @@ def test_html_report_escapes_text_and_reports_failures(tmp_path):
     assert_self_contained(parser, text)
     assert "<script>" not in text and "<b>" not in text and "<i>" not in text
     assert nasty in parser.cells and '[3, "<i>"]' in parser.cells
-    assert f"Training stopped by RuntimeError: diverged {nasty}" in "".join(parser.text)
+    assert "Training stopped by CallbackError[RuntimeError]: callback Fail " \
+        f"(trainer.callbacks[1]) raised in dlfree_train_epoch_end: RuntimeError: diverged " \
+        f"{nasty}" in "".join(parser.text)
     assert len(polylines(parser)[f"val_{nasty}"]) == 1
     assert len(polylines(parser)["val_loss"]) == 2
 

@@ -103,3 +103,15 @@ def test_epochs_without_validation_are_skipped_not_an_error(mlp, loaders, tmp_pa
     with pytest.raises(KeyError, match="'val_f1' was not logged"):
         _trainer(mlp, [ModelCheckpoint(tmp_path / "b", monitor="val_f1")],
                  max_epochs=1).fit(train, val)
+
+
+def test_a_killed_save_leaves_nothing_and_keep_survives_going_back(mlp, loaders, tmp_path):
+    dead = tmp_path / ".last.safetensors.999999999.abc.tmp"  # a writer that no longer runs
+    dead.write_bytes(b"half a model")
+    later = tmp_path / "epoch-0007.safetensors"  # from a run this one went back past
+    later.write_bytes(b"old")
+    train, val = loaders()
+    _trainer(mlp, [ModelCheckpoint(tmp_path, keep=2)], max_epochs=3).fit(train, val)
+    assert not dead.exists()
+    assert sorted(p.name for p in tmp_path.glob("epoch-*")) == ["epoch-0001.safetensors",
+                                                                "epoch-0002.safetensors"]

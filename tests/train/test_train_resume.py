@@ -145,16 +145,19 @@ def test_every_checkpoint_refused_is_an_error(tmp_path):
         trainer.fit(data)
 
 
-def test_checkpoint_of_another_model_is_refused_without_fallback(tmp_path):
+def test_checkpoint_of_another_model_is_refused_before_anything_is_restored(tmp_path):
     _interrupt(tmp_path, 10)
     _, data = build()
     model = dl.nn.Sequential(dl.nn.Linear(5, 3))
+    before = model.state_dict()["0.weight"].numpy().copy()
     trainer = dl.train.Trainer(model, dl.optim.SGD(model.parameters(), lr=0.1),
                                dl.nn.CrossEntropyLoss(), max_epochs=1, checkpoint_dir=tmp_path)
-    with pytest.raises(dl.CheckpointError, match=r"checkpoint-\d+\.safetensors: the model "
-                                                 r"weights do not fit.*unexpected keys: "
-                                                 r"3.weight, 3.bias"):
+    with pytest.warns(ResumeWarning, match="refusing"), \
+            pytest.raises(dl.CheckpointError, match=r"checkpoint-\d+\.safetensors: the model "
+                                                    r"weights do not fit.*unexpected keys: "
+                                                    r"3.weight, 3.bias"):
         trainer.fit(data)
+    assert np.array_equal(model.state_dict()["0.weight"].numpy(), before)
 
 
 def test_foreign_file_is_refused(tmp_path):

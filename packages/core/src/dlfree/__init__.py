@@ -4,6 +4,7 @@
 `dl.train` come from separately installed distributions that share this namespace.
 """
 
+import sys as _sys
 from pkgutil import extend_path
 from types import ModuleType
 
@@ -14,11 +15,14 @@ from . import threads  # noqa: E402  (first, to set OpenBLAS's idle timeout befo
 threads.quiet_blas_threads()
 
 from . import (  # noqa: E402
+    accelerator,
     amp,
     autograd,
+    backends,
     cuda,
     data,
     distributed,
+    dtypes,
     fft,
     func,
     functional,
@@ -28,6 +32,7 @@ from . import (  # noqa: E402
     plugins,
     profiler,
     registry,
+    utils,
 )
 from .autograd import enable_grad, is_grad_enabled, no_grad, set_grad_enabled  # noqa: E402
 from .creation import *  # noqa: E402,F403
@@ -78,6 +83,7 @@ from .ops.pointwise import *  # noqa: E402,F403
 from .ops.products import *  # noqa: E402,F403
 from .ops.reduction import *  # noqa: E402,F403
 from .ops.sampling import *  # noqa: E402,F403
+from .ops.scatter import *  # noqa: E402,F403
 from .ops.shape import *  # noqa: E402,F403
 from .ops.softmax import *  # noqa: E402,F403
 from .ops.sorting import *  # noqa: E402,F403
@@ -86,15 +92,26 @@ from .ops.statistics import *  # noqa: E402,F403
 from .random import Generator, get_rng_state, initial_seed, manual_seed, seed, set_rng_state  # noqa: E402,I001
 from .tensor import Parameter, Size, Tensor  # noqa: E402
 from .threads import get_num_threads, set_num_threads  # noqa: E402
+from .torch_names import *  # noqa: E402,F403
 from .version import __version__  # noqa: E402
 
 bool = bool_  # noqa: A001  (dl.bool, as torch.bool)
 half, double, long, short = float16, float64, int64, int16
 cfloat, cdouble = complex64, complex128
+float, int = float32, int32  # noqa: A001  (dl.float, dl.int, as torch's)
+# dl.cuda.amp, torch's older home of autocast and GradScaler, is dl.amp itself.
+cuda.amp = amp
+_sys.modules[__name__ + ".cuda.amp"] = amp
 device = Device
 
 
+if dtypes.bfloat16 is not None:
+    bfloat16 = dtypes.bfloat16
+
+
 def __getattr__(name: str) -> ModuleType:
+    if name == "bfloat16":  # only reached without ml_dtypes
+        raise AttributeError(dtypes.BFLOAT16_MISSING)
     from .first_party import SUBPACKAGES
 
     if name in SUBPACKAGES:

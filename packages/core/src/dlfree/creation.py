@@ -23,7 +23,7 @@ def _infer_np_dtype(data, array: np.ndarray):
     """PyTorch's inference: Python floats become the default dtype, arrays keep theirs."""
     if isinstance(data, np.ndarray | np.generic):
         return array.dtype
-    if array.dtype.kind == "f":
+    if dtypes.kind(array.dtype) == "f":
         return dtypes.get_default_dtype().np
     if array.dtype.kind == "c":  # Python complex numbers: the default float's complex dtype
         return dtypes.as_dtype(complex).np
@@ -58,7 +58,7 @@ def _as_array(data, dtype, device: Device | None, copy: bool):
             array = np.asarray(data)
         except ValueError as e:
             raise ShapeError(f"tensor(): cannot build a tensor from ragged data: {e}") from None
-        if array.dtype == object or array.dtype.kind not in "biufc":
+        if array.dtype == object or dtypes.kind(array.dtype) not in "biufc":
             raise DTypeError(
                 f"tensor(): cannot build a tensor from {type(data).__name__} of element type "
                 f"{array.dtype}; valid: numbers, nested lists of numbers, arrays"
@@ -194,8 +194,11 @@ def randn(*size, generator=None, dtype=None, device=None, requires_grad=False) -
 
 def randint(low, high=None, size=(), generator=None, dtype=None, device=None,
             requires_grad=False) -> Tensor:
-    """Integers drawn uniformly from [low, high)."""
-    if high is None:
+    """Integers drawn uniformly from [low, high), with torch's overloads: `randint(high)`,
+    `randint(high, size)`, `randint(low, high, size)`."""
+    if isinstance(high, tuple | list):  # randint(high, size)
+        low, high, size = 0, low, high
+    elif high is None:
         low, high = 0, low
     if high <= low:
         raise ValueError(f"randint: need low < high, got low={low}, high={high}")
@@ -263,3 +266,4 @@ def randint_like(t, low, high=None, generator=None, dtype=None, device=None,
     return randint(low, high, tuple(t.shape), generator=generator,
                    dtype=dtype if dtype is not None else t.dtype,
                    device=device if device is not None else t.device, requires_grad=requires_grad)
+

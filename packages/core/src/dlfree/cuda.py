@@ -6,7 +6,13 @@ answers; `unavailable_reason()` says which.
 
 from __future__ import annotations
 
+from types import ModuleType
+
 from .errors import DeviceError
+
+amp: ModuleType
+"""`dl.cuda.amp`, torch's older home of autocast and GradScaler: `dl.amp` itself, set by
+`dlfree/__init__.py` (the amp layer stands above this one)."""
 
 
 def _backend():

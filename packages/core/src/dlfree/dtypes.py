@@ -8,6 +8,29 @@ import numpy as np
 
 from .errors import DTypeError
 
+try:  # bfloat16 is NumPy's through ml_dtypes, the extension JAX uses (dlfree[bfloat16])
+    import ml_dtypes
+
+    _BFLOAT16_NP: np.dtype | None = np.dtype(ml_dtypes.bfloat16)
+except ImportError:
+    _BFLOAT16_NP = None
+
+BFLOAT16_MISSING = ("bfloat16 needs the ml_dtypes package, which is not installed; install "
+                    "it with: pip install 'dlfree[bfloat16]'")
+
+
+def kind(np_dtype) -> str:
+    """NumPy's kind letter of `np_dtype` ("b", "u", "i", "f"), with bfloat16 (which NumPy
+    files under "V", as it does every extension dtype) counted as "f"."""
+    return "f" if np_dtype == _BFLOAT16_NP and _BFLOAT16_NP is not None else np_dtype.kind
+
+
+def accumulator(np_dtype):
+    """The dtype a sum over `np_dtype` accumulates in: float32 for bfloat16 (as torch does;
+    its 8 significant bits would lose most of a long sum), else None (NumPy's choice). The
+    op's result is bfloat16 again (see `Function.apply`)."""
+    return np.float32 if np_dtype == _BFLOAT16_NP and _BFLOAT16_NP is not None else None
+
 
 class DType:
     """A tensor element type; wraps the NumPy dtype that stores it."""
@@ -15,16 +38,16 @@ class DType:
     __slots__ = ("name", "np", "is_floating_point", "is_complex", "is_signed", "itemsize",
                  "category")
 
-    def __init__(self, name: str):
+    def __init__(self, name: str, np_dtype=None):
         self.name = name
-        self.np = np.dtype(name)
-        kind = self.np.kind
-        self.is_floating_point = kind == "f"
-        self.is_complex = kind == "c"
-        self.is_signed = kind in "fic"
+        self.np = np.dtype(name if np_dtype is None else np_dtype)
+        letter = kind(self.np)
+        self.is_floating_point = letter == "f"
+        self.is_complex = letter == "c"
+        self.is_signed = letter in "fic"
         self.itemsize = self.np.itemsize
         # 0 bool < 1 integer < 2 floating < 3 complex: the order PyTorch promotes by.
-        self.category = {"b": 0, "u": 1, "i": 1, "f": 2, "c": 3}[kind]
+        self.category = {"b": 0, "u": 1, "i": 1, "f": 2, "c": 3}[letter]
 
     def __repr__(self) -> str:
         return f"dlfree.{self.name}"
@@ -44,9 +67,10 @@ float32 = DType("float32")
 float64 = DType("float64")
 complex64 = DType("complex64")
 complex128 = DType("complex128")
+bfloat16 = DType("bfloat16", _BFLOAT16_NP) if _BFLOAT16_NP is not None else None
 
-ALL = (bool_, uint8, int8, int16, int32, int64, float16, float32, float64, complex64,
-       complex128)
+ALL = tuple(d for d in (bool_, uint8, int8, int16, int32, int64, float16, bfloat16, float32,
+                        float64, complex64, complex128) if d is not None)
 _by_name = {d.name: d for d in ALL}
 _by_np = {d.np: d for d in ALL}
 _aliases = {
@@ -56,6 +80,8 @@ _aliases = {
 # the complex dtype holding a floating dtype's pairs (NumPy has no complex32 for float16)
 _complex_of = {float16.np: complex64.np, float32.np: complex64.np,
                float64.np: complex128.np}
+if bfloat16 is not None:
+    _complex_of[bfloat16.np] = complex64.np
 
 _default_float = [float32]
 
@@ -89,6 +115,8 @@ def as_dtype(spec) -> DType:
         return complex128 if _default_float[0] is float64 else complex64
     if isinstance(spec, str) and spec in _aliases:
         return _aliases[spec]
+    if spec == "bfloat16" and bfloat16 is None:
+        raise DTypeError(BFLOAT16_MISSING)
     try:
         return _by_np[np.dtype(spec)]
     except (TypeError, KeyError):
@@ -171,4 +199,6 @@ def _promote_pair(a: np.dtype, b: np.dtype) -> np.dtype:
     ca, cb = _by_np[a].category, _by_np[b].category
     if ca != cb and ca + cb != 5:  # complex with floating: the wider of both, as NumPy's
         return a if ca > cb else b
+    if _BFLOAT16_NP in (a, b) and np.dtype(np.float16) in (a, b):
+        return np.dtype(np.float32)  # torch's rule; neither holds the other's values
     return np.promote_types(a, b)

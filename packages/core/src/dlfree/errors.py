@@ -33,6 +33,11 @@ class CheckpointError(DLFreeError, ValueError):
     """A model or checkpoint file that is corrupt, truncated or does not fit."""
 
 
+class MissingPluginError(PluginError, CheckpointError):
+    """A file that needs a layer (or another registered thing) no installed plugin provides:
+    a `PluginError` for what to install, and a `CheckpointError` for the file's readers."""
+
+
 class DistributedError(DLFreeError, RuntimeError):
     """A collective that cannot run: ranks that disagree on it, a process group that is
     missing, or a peer that did not answer in time."""

@@ -160,6 +160,12 @@ def plugin_info(name: str) -> dict:
     return dict(_state.info[name])
 
 
+def distribution_of(name: str) -> str:
+    """The distribution behind a loaded plugin (its own name if it came another way)."""
+    manager()
+    return _state.info.get(name, {}).get("distribution", name)
+
+
 def distribution_loaded(dist: str) -> bool:
     """Whether a plugin of distribution `dist` is loaded (installed, and not left out by
     DLFREE_PLUGINS or DLFREE_DISABLE_PLUGIN_AUTOLOAD)."""

@@ -11,7 +11,7 @@ import difflib
 import warnings
 from typing import Any, NamedTuple
 
-from . import first_party, plugins
+from . import first_party, plugins, registry_checks
 from .errors import PluginError
 
 __all__ = ["Registry", "Architecture", "backends", "layers", "losses", "initializers",
@@ -46,25 +46,22 @@ class Registry:
         return f"<Registry {self.kind}: {len(self.names())} names>"
 
     # ------------------------------------------------------------------ filling
-    def _register_callback(self, found: list):
+    def _register_callback(self, found: list, dist: str):
         if self.kind == "architectures":
             def register(model_type, config_cls, heads):
-                if not isinstance(heads, dict) or not heads:
-                    raise TypeError("register(model_type, config_cls, heads): heads must be a "
-                                    "non-empty dict mapping head names to model classes")
-                found.append((str(model_type), Architecture(str(model_type), config_cls,
-                                                            dict(heads))))
+                registry_checks.check_architecture(model_type, config_cls, heads, dist)
+                found.append((model_type, Architecture(model_type, config_cls, dict(heads))))
         elif self.kind == "initializers":
             def register(fn, name):
-                found.append((str(name), fn))
+                registry_checks.check_entry(self.kind, self.noun, fn, dist)
+                found.append((registry_checks.check_name(self.kind, name, dist), fn))
         else:
             def register(obj, name=None):
+                registry_checks.check_entry(self.kind, self.noun, obj, dist)
                 if name is None:
                     name = getattr(obj, "name", None) if self.kind == "backends" else None
                     name = name or getattr(obj, "__name__", None)
-                if not name:
-                    raise TypeError(f"register({obj!r}): pass name=, the object has no __name__")
-                found.append((str(name), obj))
+                found.append((registry_checks.check_name(self.kind, name, dist), obj))
         return register
 
     def _fill(self) -> None:
@@ -73,11 +70,11 @@ class Registry:
         conflicts: dict[str, list[str]] = {}
         for impl in getattr(pm.hook, self.hook).get_hookimpls():
             found: list = []
-            callback = self._register_callback(found)
+            dist = plugins.distribution_of(impl.plugin_name)
+            callback = self._register_callback(found, dist)
             try:
                 impl.function(**{arg: callback for arg in impl.argnames})
             except Exception as e:
-                dist = plugins.plugin_info(impl.plugin_name)["distribution"]
                 plugins.report_failure(dist, f"failed to register its {self.kind}", e)
                 continue
             for name, obj in found:
@@ -125,8 +122,9 @@ class Registry:
                     "third-party plugins), which is not installed or was not loaded; install "
                     f"it with: pip install {dist}")
         same_letters = [c for c in known if c.lower() == name.lower()]
-        close = same_letters + [c for c in difflib.get_close_matches(name, known, n=3, cutoff=0.6)
-                                if c not in same_letters]
+        # each name once, those equal but for case first ("did you mean roberta, roberta?")
+        close = list(dict.fromkeys(
+            same_letters + difflib.get_close_matches(name, known, n=3, cutoff=0.6)))
         if close:
             message += f"; did you mean {', '.join(close)}?"
         shown = ", ".join(known[:20]) + (", ..." if len(known) > 20 else "")

@@ -134,7 +134,7 @@ class Tensor:
         return bool(self._data.flags.c_contiguous)
 
     def is_floating_point(self) -> bool:
-        return self._data.dtype.kind == "f"
+        return dtypes.kind(self._data.dtype) == "f"
 
     def __len__(self) -> int:
         if self._data.ndim == 0:
@@ -187,18 +187,29 @@ class Tensor:
         return int(self.item())
 
     def __index__(self) -> int:
-        if self._data.dtype.kind not in "iub" or self._data.size != 1:
+        if dtypes.kind(self._data.dtype) not in "iub" or self._data.size != 1:
             raise TypeError("only integer tensors of a single element can be used as an index")
         return int(self.item())
 
+    def __format__(self, spec: str) -> str:
+        if self._data.ndim == 0:  # f"{loss:.4f}", as torch formats a 0-d tensor's value
+            return format(self.item(), spec)
+        if spec:
+            raise TypeError(f"format spec {spec!r} given for a tensor of shape "
+                            f"{tuple(self._data.shape)}; only 0-d tensors take one "
+                            "(format t.item() or t.tolist())")
+        return repr(self)
+
     def __repr__(self) -> str:
         array = self._device.backend.to_numpy(self._data)
+        if dtypes.kind(array.dtype) != array.dtype.kind:  # bfloat16 prints as the floats it holds
+            array = array.astype(np.float32)
         body = np.array2string(array, separator=", ", precision=4, prefix="tensor(",
                                threshold=1000, edgeitems=3)
         extras = []
         if self._device.type != "cpu":
             extras.append(f"device='{self._device}'")
-        if array.dtype not in (dtypes.get_default_dtype().np, np.int64, np.bool_) or \
+        if self._data.dtype not in (dtypes.get_default_dtype().np, np.int64, np.bool_) or \
                 array.size == 0:
             extras.append(f"dtype={self.dtype!r}")
         if self.grad_fn is not None:
@@ -213,7 +224,7 @@ class Tensor:
             raise AutogradError(
                 "requires_grad_(False) on a non-leaf tensor; use detach() to cut it from the graph"
             )
-        if requires_grad and self._data.dtype.kind != "f":
+        if requires_grad and dtypes.kind(self._data.dtype) != "f":
             raise DTypeError(
                 f"only floating-point tensors can require gradients, got {self.dtype!r}; "
                 "convert first, e.g. x.float()"

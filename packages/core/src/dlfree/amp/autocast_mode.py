@@ -8,7 +8,8 @@ from .. import dtypes
 from ..autograd.autocast_state import AUTOCAST, snapshot, use_settings
 from ..errors import DTypeError
 
-_LOWER_DTYPES = (dtypes.float16,)  # NumPy and CuPy have no bfloat16
+# bfloat16 through ml_dtypes, on the CPU only: CuPy has no bfloat16.
+_LOWER_DTYPES = tuple(d for d in (dtypes.float16, dtypes.bfloat16) if d is not None)
 
 
 class autocast:
@@ -40,8 +41,11 @@ class autocast:
             _check_device_type(device_type)
         dtype = dtypes.float16 if dtype is None else dtypes.as_dtype(dtype)
         if dtype not in _LOWER_DTYPES:
-            raise DTypeError(f"autocast: dtype must be dlfree.float16 (NumPy and CuPy have no "
-                             f"bfloat16), got {dtype!r}")
+            raise DTypeError(f"autocast: dtype must be dlfree.float16 or dlfree.bfloat16, got "
+                             f"{dtype!r}")
+        if dtype is dtypes.bfloat16 and device_type == "cuda":
+            raise DTypeError("autocast: bfloat16 regions run on the CPU only (CuPy has no "
+                             "bfloat16); use dtype=dlfree.float16 on cuda")
         self.device_type = device_type
         self.dtype = dtype
         self.enabled = bool(enabled)

@@ -49,6 +49,8 @@ class AutocastCast(Function):
     can serve every graph built in one region, as torch's cast cache does.
     """
 
+    keeps_bfloat16 = False  # the dtype asked for, whatever the input's
+
     def forward(self, x, dtype):
         self.source = dtypes.from_np(x.dtype)
         return x.astype(dtype)
@@ -80,7 +82,7 @@ def cast_inputs(policy: str, tensors: tuple) -> tuple:
 
 def _eligible(t) -> bool:
     """A floating tensor on a device type that the current region autocasts."""
-    return isinstance(t, Tensor) and t._data.dtype.kind == "f" and \
+    return isinstance(t, Tensor) and dtypes.kind(t._data.dtype) == "f" and \
         AUTOCAST.lower_dtype(t._device.type) is not None
 
 
@@ -95,7 +97,7 @@ def _cast(t, target):
     if not isinstance(t, Tensor):
         return t
     source = t._data.dtype
-    if source.kind != "f" or source == _FLOAT64:
+    if dtypes.kind(source) != "f" or source == _FLOAT64:
         return t
     lower = AUTOCAST.lower_dtype(t._device.type)
     if lower is None:

@@ -5,7 +5,8 @@ from __future__ import annotations
 import threading
 import traceback
 
-from ..errors import AutogradError, DeviceError, DTypeError
+from ..dtypes import bfloat16, float32
+from ..errors import AutogradError, DeviceError, DTypeError, ShapeError
 from ..tensor import Tensor
 from .autocast_state import AUTOCAST
 from .grad_mode import STATE
@@ -42,10 +43,15 @@ class Function:
     `complex_grad` declares that backward is right for complex tensors too (torch's
     convention: the gradient of a real loss L at z = x + iy is dL/dx + i dL/dy). Recording
     an op with a complex result that does not declare it is an error, not a wrong gradient.
+
+    `keeps_bfloat16`: an op whose only floating inputs are bfloat16 returns bfloat16, as in
+    torch, even where its kernel widened to float32 (ml_dtypes' matmul does); the casts,
+    whose result dtype is the one asked for, set it False.
     """
 
     autocast: str | None = None
     complex_grad = False
+    keeps_bfloat16 = True
     saves: tuple = ()
     save_output = False
     output_index = None
@@ -78,13 +84,24 @@ class Function:
         fn.xp = device.xp
         fn.device = device
         fn.needs_input_grad = tuple([t.requires_grad for t in inputs]) if record else None
-        if STATE.quiet:
-            out = fn.forward(*[t._data for t in inputs], **params)
-        else:
-            with device.context():
+        try:
+            if STATE.quiet:
                 out = fn.forward(*[t._data for t in inputs], **params)
+            else:
+                with device.context():
+                    out = fn.forward(*[t._data for t in inputs], **params)
+        except ValueError as e:  # the array library's broadcasting failure, made ours
+            error = broadcast_error(cls.__name__.lower(), [t.shape for t in inputs])
+            if error is None:
+                raise
+            raise error from e
         if type(out) is not device.array_type:
             out = device.xp.asarray(out)
+        if _BFLOAT16 is not None and out.dtype == _FLOAT32 and cls.keeps_bfloat16 and \
+                _bfloat16_op(inputs):
+            # ml_dtypes multiplies bfloat16 matrices into float32; torch keeps bfloat16 in
+            # and out, and so does every op here, whatever its kernel returned
+            out = out.astype(_BFLOAT16)
         result = _make(out, device)
         if record:
             if out.dtype.kind == "c" and not cls.complex_grad:
@@ -171,4 +188,38 @@ class Function:
         self._freed = True
 
 
+def broadcast_error(op: str, shapes: list) -> ShapeError | None:
+    """The `ShapeError` naming `op` and the shapes, if `shapes` (of two or more operands) do
+    not broadcast together under NumPy's rules; None if they do."""
+    if len(shapes) < 2:
+        return None
+    result: list[int] = []
+    for shape in shapes:
+        shape = tuple(shape)
+        width = max(len(result), len(shape))
+        a = [1] * (width - len(result)) + result
+        b = [1] * (width - len(shape)) + list(shape)
+        if any(x != y and 1 not in (x, y) for x, y in zip(a, b)):
+            listed = " and ".join(str(tuple(s)) for s in shapes)
+            return ShapeError(f"{op}: the shapes {listed} cannot be broadcast together (each "
+                              "dim, aligned from the right, must be equal or 1)")
+        result = [max(x, y) if 1 in (x, y) else x for x, y in zip(a, b)]
+    return None
+
+
 _make = Tensor._make  # a global: one lookup fewer in the hot Function.apply
+_BFLOAT16 = bfloat16.np if bfloat16 is not None else None
+_FLOAT32 = float32.np
+
+
+def _bfloat16_op(inputs) -> bool:
+    """Whether bfloat16 is the only floating dtype among the inputs (with a wider one,
+    float32 is the promoted result, not a kernel's widening)."""
+    seen = False
+    for t in inputs:
+        dt = t._data.dtype
+        if dt == _BFLOAT16:
+            seen = True
+        elif dt.kind == "f":
+            return False
+    return seen

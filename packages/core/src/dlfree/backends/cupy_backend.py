@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from ..errors import DTypeError
 from .base import Backend
 
 
@@ -43,6 +44,10 @@ class CupyBackend(Backend):
         return self.xp.cuda.Device(index)
 
     def asarray(self, obj, dtype=None, index: int = 0):
+        wanted = getattr(obj, "dtype", None) if dtype is None else dtype
+        if wanted is not None and str(wanted) == "bfloat16":
+            raise DTypeError("bfloat16 tensors live on the CPU only: CuPy cannot hold "
+                             "bfloat16; convert with .float() or .half() before moving to cuda")
         with self.xp.cuda.Device(index):
             return self.xp.asarray(obj, dtype=dtype)
 
@@ -59,6 +64,23 @@ class CupyBackend(Backend):
         import cupyx
 
         cupyx.scatter_add(target, index, values)
+
+    def group_reduce(self, values, ids, n: int, reduce: str):
+        """CuPy's ufuncs have no `reduceat`: atomic scatters into an identity-filled output
+        instead (cupyx's for sum, max and min; `multiply.at` for the product)."""
+        import cupyx
+
+        from .segments import identity
+
+        out = self.xp.full((n,) + values.shape[1:], identity(self.xp, reduce, values.dtype),
+                           dtype=values.dtype)
+        scatter = {"sum": cupyx.scatter_add, "amax": cupyx.scatter_max,
+                   "amin": cupyx.scatter_min}.get(reduce)
+        if scatter is None:
+            self.xp.multiply.at(out, ids, values)
+        else:
+            scatter(out, ids, values)
+        return out
 
     def erf(self, x):
         import cupyx.scipy.special

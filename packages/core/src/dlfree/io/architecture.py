@@ -16,7 +16,7 @@ import math
 from .. import registry
 from ..device import Device
 from ..dtypes import DType, as_dtype
-from ..errors import CheckpointError, PluginError
+from ..errors import CheckpointError, MissingPluginError
 from ..tensor import Tensor
 
 KINDS = ("layers", "losses")
@@ -75,8 +75,13 @@ def encode(value, where: str):
         "name instead (e.g. activation='gelu') or override get_config()")
 
 
-def _build(cls, config: dict):
+def _build(cls, config: dict, name: str):
     params = inspect.signature(cls).parameters.values()
+    if not any(p.kind is p.VAR_KEYWORD for p in params):
+        unknown = sorted(set(config) - {p.name for p in params})
+        if unknown:
+            raise CheckpointError(f"the layer {name!r} takes no argument "
+                                  f"{', '.join(map(repr, unknown))}")
     args, kwargs = [], {}
     for p in params:
         if p.name not in config:
@@ -112,10 +117,10 @@ def decode(data, device=None):
                 if dist and not dist.startswith("<") else \
                 (f"; it was registered by {dist} when the file was written: register it "
                  "again before loading" if dist else "")
-            raise PluginError(f"the model file needs the layer {name!r}, which no installed "
-                              f"plugin registers{hint}")
+            raise MissingPluginError(f"the model file needs the layer {name!r}, which no "
+                                     f"installed plugin registers{hint}")
         config = {k: decode(v, device) for k, v in data["config"].items()}
-        return _build(cls, config)
+        return _build(cls, config, name)
     if "$tensor" in data:
         from ..creation import empty
         from ..tensor import Parameter

@@ -4,8 +4,12 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import tempfile
 from pathlib import Path
+
+# `.<target name>.<writer's pid>.<random>.tmp`: the pid tells a dead writer's leftovers.
+_TEMPORARY = re.compile(r"^\.(?P<target>.+)\.(?P<pid>\d+)\.[^.]+\.tmp$")
 
 
 def _umask() -> int:
@@ -38,7 +42,8 @@ def atomic_write(path: str | os.PathLike, data: bytes) -> Path:
         mode = path.stat().st_mode & 0o7777
     except FileNotFoundError:
         mode = 0o666 & ~_umask()
-    fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{path.name}.", suffix=".tmp")
+    fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{path.name}.{os.getpid()}.",
+                               suffix=".tmp")
     try:
         os.fchmod(fd, mode)
         with os.fdopen(fd, "wb") as f:
@@ -57,3 +62,36 @@ def atomic_write(path: str | os.PathLike, data: bytes) -> Path:
         finally:
             os.close(dir_fd)
     return path
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, OverflowError):  # (another user's process; a pid no system has)
+        return pid < 2**22
+    return True
+
+
+def remove_stale_temporaries(folder: str | os.PathLike, target: re.Pattern) -> list[Path]:
+    """Remove the temporary files `atomic_write` left in `folder` for targets whose names
+    match `target`, when their writer is dead or they are older than the newest complete
+    target (a killed writer's; the pid may since be another process's). Returns them."""
+    folder = Path(folder)
+    if not folder.is_dir():
+        return []
+    entries = list(folder.iterdir())
+    done = [p.stat().st_mtime for p in entries if target.match(p.name) and p.is_file()]
+    newest = max(done, default=None)
+    removed = []
+    for p in entries:
+        m = _TEMPORARY.match(p.name)
+        if m is None or not target.match(m.group("target")):
+            continue
+        with contextlib.suppress(FileNotFoundError):
+            if not _alive(int(m.group("pid"))) or \
+                    (newest is not None and p.stat().st_mtime < newest):
+                p.unlink()
+                removed.append(p)
+    return removed

@@ -36,6 +36,7 @@ from .pointwise import *  # noqa: F403
 from .products import *  # noqa: F403
 from .reduction import *  # noqa: F403
 from .sampling import *  # noqa: F403
+from .scatter import *  # noqa: F403
 from .shape import *  # noqa: F403
 from .softmax import *  # noqa: F403
 from .sorting import *  # noqa: F403
@@ -43,8 +44,8 @@ from .special import *  # noqa: F403
 from .statistics import *  # noqa: F403
 
 TENSOR_FAMILIES = ("cast", "comparison", "elementwise", "indexing", "inplace", "linalg",
-                   "reduction", "shape", "softmax", "combining", "counting", "placing", "pointwise",
-                   "products", "sampling", "sorting", "special", "statistics", "complex_numbers",
-                   "decomposition")
+                   "reduction", "scatter", "shape", "softmax", "combining", "counting", "placing",
+                   "pointwise", "products", "sampling", "sorting", "special", "statistics",
+                   "complex_numbers", "decomposition")
 __all__ = [name for family in TENSOR_FAMILIES
            for name in importlib.import_module(f"{__name__}.{family}").__all__]

@@ -8,6 +8,7 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 from .. import dtypes
+from ..autograd.function import broadcast_error
 from ..autograd.grad_mode import STATE
 from ..errors import DTypeError, ShapeError
 from ..tensor import Tensor
@@ -122,7 +123,7 @@ KINDS = {
 def check_kind(t: Tensor, kinds: str, op: str, hint: str = "") -> None:
     """Raise `DTypeError` naming `op`, `t`'s dtype and what is valid unless `t`'s dtype is of
     one of `kinds` (a key of KINDS); `hint` says how to fix it."""
-    if t._data.dtype.kind not in kinds:
+    if dtypes.kind(t._data.dtype) not in kinds:
         raise DTypeError(f"{op}: not supported for {t.dtype.name} tensors; valid: "
                          f"{KINDS[kinds]}" + (f"; {hint}" if hint else ""))
 
@@ -160,3 +161,11 @@ def running(xp, a, combine):
         out[..., shift:] = combine(out[..., shift:], out[..., :-shift])
         shift *= 2
     return out
+
+
+def check_broadcast(op: str, *operands) -> None:
+    """Refuse, naming `op` and the shapes, tensor operands that do not broadcast together:
+    for ops built from several Functions, whose own errors would name an inner op."""
+    error = broadcast_error(op, [t.shape for t in operands if isinstance(t, Tensor)])
+    if error is not None:
+        raise error

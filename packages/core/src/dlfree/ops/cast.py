@@ -14,6 +14,7 @@ __all__ = ["clone"]
 
 class Cast(Function):
     complex_grad = True
+    keeps_bfloat16 = False  # the dtype asked for, whatever the input's
 
     def forward(self, x, dtype):
         self.src = x.dtype
@@ -62,6 +63,8 @@ def _parse_to_args(args, kwargs):
             try:
                 dtype = dtypes.as_dtype(a)
             except DTypeError:
+                if a == "bfloat16":  # a dtype name after all: say what it needs
+                    raise
                 device = Device(a)
         else:
             dtype = dtypes.as_dtype(a)
@@ -80,7 +83,7 @@ def to(self, *args, **kwargs) -> Tensor:
     if dtype is not None:
         np_dtype = dtypes.as_dtype(dtype).np
         if np_dtype != out._data.dtype:
-            if out.requires_grad and np_dtype.kind not in "fc":
+            if out.requires_grad and dtypes.kind(np_dtype) not in "fc":
                 out = out.detach()
             out = Cast.apply(out, dtype=np_dtype)
     if copy and out is self:
@@ -104,8 +107,55 @@ for _name, _dt in [("float", dtypes.float32), ("double", dtypes.float64),
 
 
 @tensor_method()
+def bfloat16(self) -> Tensor:
+    """This tensor as bfloat16 (itself if it already is); needs ml_dtypes."""
+    if dtypes.bfloat16 is None:
+        raise DTypeError(dtypes.BFLOAT16_MISSING)
+    return to(self, dtypes.bfloat16)
+
+
+@tensor_method()
 def type_as(self, other: Tensor) -> Tensor:
     return to(self, other.dtype)
+
+
+TYPE_NAMES = {dtypes.float32: "FloatTensor", dtypes.float64: "DoubleTensor",
+              dtypes.float16: "HalfTensor", dtypes.int64: "LongTensor",
+              dtypes.int32: "IntTensor", dtypes.int16: "ShortTensor",
+              dtypes.int8: "CharTensor", dtypes.uint8: "ByteTensor",
+              dtypes.bool_: "BoolTensor"}
+"""Each dtype's legacy tensor-type name (torch's `FloatTensor` ...), as `type()` reports."""
+
+
+@tensor_method("type")
+def tensor_type(self, dtype=None, non_blocking: bool = False) -> Tensor | str:
+    """With no argument, the name of this tensor's type as torch spells it
+    (`"dlfree.FloatTensor"`); with a dtype or such a name (`"torch.LongTensor"` too), this
+    tensor converted to it."""
+    if dtype is None:
+        cuda = "cuda." if self._device.type == "cuda" else ""
+        return f"dlfree.{cuda}{TYPE_NAMES[self.dtype]}"
+    if isinstance(dtype, str) and dtype.endswith("Tensor"):
+        by_name = {name: dt for dt, name in TYPE_NAMES.items()}
+        short = dtype.rsplit(".", 1)[-1]
+        if short not in by_name:
+            raise DTypeError(f"type({dtype!r}): unknown tensor type; valid: "
+                             f"{', '.join(sorted(by_name))}")
+        dtype = by_name[short]
+    return to(self, dtype)
+
+
+@tensor_method()
+def pin_memory(self, device=None) -> Tensor:
+    """This tensor: dl.free copies to the GPU from ordinary host memory, so pinning is a
+    no-op kept for programs (and DataLoader(pin_memory=True)) that ask for it."""
+    return self
+
+
+@tensor_method()
+def is_pinned(self, device=None) -> bool:
+    """False: dl.free never pins host memory (see `pin_memory`)."""
+    return False
 
 
 @tensor_method()

@@ -8,9 +8,10 @@ from __future__ import annotations
 
 import numbers
 
+from ..autograd.function import broadcast_error
 from ..errors import DTypeError
 from ..tensor import Tensor
-from ._util import check_kind, promote, tensor_method
+from ._util import check_broadcast, check_kind, promote, tensor_method
 
 __all__ = ["eq", "ne", "lt", "le", "gt", "ge", "greater", "less", "greater_equal",
            "less_equal", "not_equal", "logical_and", "logical_or", "logical_xor",
@@ -25,7 +26,14 @@ def _binary(name, kernel_name, doc, bitwise=False):
         a, b = promote(input, other, name)
         if bitwise:
             check_kind(a, "biu", name)
-        return Tensor._make(getattr(a._device.xp, kernel_name)(a._data, b._data), a._device)
+        try:
+            out = getattr(a._device.xp, kernel_name)(a._data, b._data)
+        except ValueError as e:
+            error = broadcast_error(name, [a.shape, b.shape])
+            if error is None:
+                raise
+            raise error from e
+        return Tensor._make(out, a._device)
 
     op.__name__ = op.__qualname__ = name
     op.__doc__ = doc
@@ -101,12 +109,14 @@ isfinite = _unary("isfinite", lambda xp, x: xp.isfinite(x), "True where neither 
 def isclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):
     """|input - other| <= atol + rtol * |other|, elementwise, as a bool tensor."""
     a, b = promote(input, other, "isclose")
+    check_broadcast("isclose", a, b)
     return Tensor._make(a._device.xp.isclose(a._data, b._data, rtol, atol, equal_nan), a._device)
 
 
 @tensor_method()
 def allclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False) -> bool:
     """True when `isclose` holds everywhere."""
+    check_broadcast("allclose", input, other)
     return bool(isclose(input, other, rtol, atol, equal_nan)._data.all())
 
 

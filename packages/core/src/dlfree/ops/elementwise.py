@@ -18,7 +18,7 @@ from ..autograd.grad_mode import STATE
 from ..creation import zeros, zeros_like
 from ..errors import DTypeError
 from ..tensor import Tensor
-from ._util import check_kind, promote, scalar_tensor, sum_to, tensor_method
+from ._util import check_broadcast, check_kind, promote, scalar_tensor, sum_to, tensor_method
 
 __all__ = [
     "add", "sub", "subtract", "mul", "multiply", "div", "divide", "true_divide", "pow",
@@ -53,12 +53,12 @@ def _promote_all(op: str, *operands) -> list:
 
 def _to_float(t: Tensor) -> Tensor:
     """Integer and bool tensors become the default floating dtype, as torch's float ops do."""
-    return t if t._data.dtype.kind in "fc" else t.to(dtypes.get_default_dtype())
+    return t if dtypes.kind(t._data.dtype) in "fc" else t.to(dtypes.get_default_dtype())
 
 
 def _check_divisor(a, b, op: str) -> None:
     """Integer division by zero is an error in torch (NumPy would give 0 and warn)."""
-    if a.dtype.kind in "iu" and not b.all():
+    if dtypes.kind(a.dtype) in "iu" and not b.all():
         raise ZeroDivisionError(f"{op}: integer division by zero")
 
 
@@ -117,7 +117,7 @@ def _binary(name, kernel, grads, doc, *, saves=(0, 1), keep=None, save_output=Fa
 
         def op(input, other):
             a, b = promote(input, other, name)
-            if a._data.dtype.kind not in "fc":
+            if dtypes.kind(a._data.dtype) not in "fc":
                 if kinds is None:
                     a, b = _to_float(a), _to_float(b)
                 else:
@@ -289,7 +289,7 @@ Add.complex_grad = Sub.complex_grad = Mul.complex_grad = Div.complex_grad = True
 
 def _scaled(b: Tensor, alpha, op: str) -> Tensor:
     """alpha * b in b's dtype; a fractional alpha needs a floating b, as in torch."""
-    if b._data.dtype.kind not in "fc" and isinstance(alpha, float):
+    if dtypes.kind(b._data.dtype) not in "fc" and isinstance(alpha, float):
         raise DTypeError(f"{op}: alpha={alpha} is fractional but the operands are "
                          f"{b.dtype.name}; valid: an integer alpha, or floating-point operands")
     out = b * alpha
@@ -342,7 +342,7 @@ class RoundedDiv(Function):
         xp = self.xp
         if mode == "floor":
             return xp.floor_divide(a, b)
-        if a.dtype.kind == "f":
+        if dtypes.kind(a.dtype) == "f":
             return xp.trunc(a / b)
         return (a - xp.fmod(a, b)) // b  # exact: the dividend minus the C remainder
 
@@ -356,6 +356,7 @@ def _rounded_div(input, other, mode: str, op: str) -> Tensor:
         raise ValueError(f"div: rounding_mode must be None, 'floor' or 'trunc', got {mode!r}")
     a, b = promote(input, other, op)
     check_kind(a, "iuf", op)
+    check_broadcast(op, a, b)
     return RoundedDiv.apply(a, b, mode=mode, op=op)
 
 
@@ -393,7 +394,7 @@ class PowScalar(Function):
 def pow(input, exponent):
     """input ** exponent, broadcast; either may be a tensor or a Python number."""
     if isinstance(input, Tensor) and type(exponent) in (int, float):
-        if input._data.dtype.kind != "f":
+        if dtypes.kind(input._data.dtype) != "f":
             input = _integer_base(input, exponent)
         return PowScalar.apply(input, exponent=exponent)
     return _pow(input, exponent)
@@ -402,7 +403,7 @@ def pow(input, exponent):
 def _integer_base(input: Tensor, exponent) -> Tensor:
     """An integer or bool base of `** exponent` in the dtype torch computes in."""
     dt = dtypes.result_type(input, exponent)
-    if dt.kind != "f" and exponent < 0:
+    if dtypes.kind(dt) != "f" and exponent < 0:
         raise DTypeError(f"pow: integers to negative integer powers are not allowed "
                          f"({input.dtype.name} ** {exponent}); valid: a floating-point "
                          "base, e.g. x.float() ** -1")
@@ -463,7 +464,7 @@ class ClampTensor(Function):
 def _extreme(like: Tensor, highest: bool) -> Tensor:
     """The dtype's largest (or smallest) value, so clamp against it changes nothing."""
     dt = like._data.dtype
-    if dt.kind == "f":
+    if dtypes.kind(dt) == "f":
         value = math.inf if highest else -math.inf
     elif dt.kind == "b":
         value = highest
@@ -513,7 +514,7 @@ def where(condition, input=None, other=None):
     """
     if input is None and other is None:
         return condition.nonzero(as_tuple=True)
-    if not isinstance(condition, Tensor) or condition._data.dtype.kind != "b":
+    if not isinstance(condition, Tensor) or dtypes.kind(condition._data.dtype) != "b":
         got = condition.dtype.name if isinstance(condition, Tensor) else \
             type(condition).__name__
         raise DTypeError(f"where: expected a bool condition tensor, got {got}; "
@@ -540,11 +541,12 @@ def lerp(input, end, weight):
     if isinstance(end, Tensor) and end.dtype is not input.dtype:
         raise DTypeError(f"lerp: expected end of dtype {input.dtype.name} (as input), got "
                          f"{end.dtype.name}")
+    check_broadcast("lerp", input, end, weight)
     return input + weight * (end - input)
 
 
 def _checked_value(value, operands, op: str) -> None:
-    if isinstance(value, float) and _result_dtype(op, *operands).kind != "f":
+    if isinstance(value, float) and dtypes.kind(_result_dtype(op, *operands)) != "f":
         raise DTypeError(f"{op}: value={value} is fractional but the operands are integers; "
                          "valid: an integer value, or floating-point operands")
 
@@ -554,6 +556,7 @@ def _checked_value(value, operands, op: str) -> None:
 def addcmul(input, tensor1, tensor2, *, value=1):
     """input + value * tensor1 * tensor2, broadcast."""
     _checked_value(value, (input, tensor1, tensor2), "addcmul")
+    check_broadcast("addcmul", input, tensor1, tensor2)
     product = tensor1 * tensor2
     return input + (product if value == 1 else product * value)
 
@@ -563,11 +566,12 @@ def addcmul(input, tensor1, tensor2, *, value=1):
 def addcdiv(input, tensor1, tensor2, *, value=1):
     """input + value * tensor1 / tensor2, broadcast; tensor1 / tensor2 may not both be
     integers (torch refuses the historic integer division)."""
-    if _result_dtype("addcdiv", tensor1, tensor2).kind != "f":
+    if dtypes.kind(_result_dtype("addcdiv", tensor1, tensor2)) != "f":
         raise DTypeError(f"addcdiv: integer division of {tensor1.dtype.name} by "
                          f"{tensor2.dtype.name} is not supported; valid: a floating-point "
                          "tensor1 or tensor2")
     _checked_value(value, (input, tensor1, tensor2), "addcdiv")
+    check_broadcast("addcdiv", input, tensor1, tensor2)
     quotient = tensor1 / tensor2
     return input + (quotient if value == 1 else quotient * value)
 
@@ -609,7 +613,7 @@ def _unary(name, kernel, grad, doc, *, uses="x", inputs="promote", autocast=None
     kinds = {"float": "f", "numeric": "iuf"}.get(inputs)
 
     def op(input):
-        if input._data.dtype.kind not in "fc":
+        if dtypes.kind(input._data.dtype) not in "fc":
             if kinds is None:
                 input = input.to(dtypes.get_default_dtype())
             else:
@@ -778,14 +782,14 @@ def _flat(name, kernel, doc, kinds="iuf"):
 
 def _rounding(fn_name):
     def kernel(xp, x):
-        return getattr(xp, fn_name)(x) if x.dtype.kind == "f" else x.copy()
+        return getattr(xp, fn_name)(x) if dtypes.kind(x.dtype) == "f" else x.copy()
 
     return kernel
 
 
 def _sign_kernel(xp, x):
-    if x.dtype.kind != "f":
-        return xp.sign(x) if x.dtype.kind != "b" else x.copy()
+    if dtypes.kind(x.dtype) != "f":
+        return xp.sign(x) if dtypes.kind(x.dtype) != "b" else x.copy()
     # as torch: sign(NaN) = 0 and sign(-0.0) = +0
     return (x > 0).astype(x.dtype) - (x < 0).astype(x.dtype)
 
@@ -802,7 +806,7 @@ Tensor.fix = Tensor.trunc
 class Round(_Flat):
     @staticmethod
     def kernel(xp, x, decimals):
-        return xp.round(x, decimals) if x.dtype.kind == "f" else x.copy()
+        return xp.round(x, decimals) if dtypes.kind(x.dtype) == "f" else x.copy()
 
 
 @tensor_method()

@@ -1,4 +1,4 @@
-"""Indexing: __getitem__, index_put, gather/scatter, index_select/index_add, masks, tril/triu.
+"""Indexing: __getitem__, index_put, gather/scatter, index_select, masks, tril/triu.
 
 An index is applied in PyTorch's two steps: its basic part (ints, slices, None, ...)
 gives a view, then its advanced part (integer arrays and bool masks, next to slices)
@@ -21,7 +21,7 @@ from ._util import normalize_dim, scalar_tensor, sum_to, tensor_method
 from .elementwise import where
 from .shape import broadcast_shapes, slice_view
 
-__all__ = ["index_put", "gather", "scatter", "scatter_add", "index_select", "index_add",
+__all__ = ["index_put", "gather", "scatter", "scatter_add", "index_select",
            "masked_fill", "masked_select", "take_along_dim", "nonzero", "argwhere", "tril",
            "triu"]
 
@@ -378,23 +378,6 @@ def index_select(input, dim: int, index) -> Tensor:
                              f"{idx.size}")
         return input.reshape(1)[idx].reshape(())
     return Index.apply(input, index=(_ALL,) * d + (idx,), unique=False)
-
-
-@tensor_method()
-def index_add(input, dim: int, index, source, *, alpha=1) -> Tensor:
-    """A copy of `input` with `alpha * source[i]` added to slice `index[i]` along `dim`
-    (repeated indices accumulate)."""
-    d, idx = _vector_index(input, dim, index, "index_add")
-    expected = input.shape[:d] + (idx.shape[0],) + input.shape[d + 1:]
-    if tuple(source.shape) != expected:
-        raise ShapeError(f"index_add: source of shape {tuple(source.shape)} does not fit; for "
-                         f"input {tuple(input.shape)} and {idx.shape[0]} indices along dim "
-                         f"{d} it must be {expected}")
-    values = source.to(input.dtype)
-    if alpha != 1:
-        values = values * alpha
-    key = Key(None, (_ALL,) * d + (idx,), False)
-    return IndexPut.apply(input, values, key=key, accumulate=True)
 
 
 # ------------------------------------------------------------------------- masks

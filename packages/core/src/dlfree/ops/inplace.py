@@ -235,7 +235,8 @@ for _name in ["pow", "neg", "exp", "log", "log1p", "expm1", "sqrt", "rsqrt", "ab
               "reciprocal", "sin", "cos", "tan", "tanh", "sigmoid", "relu", "floor", "ceil",
               "round", "trunc", "clamp", "clip", "remainder", "fmod", "lerp", "addcmul",
               "addcdiv", "square", "erf", "masked_fill", "scatter", "scatter_add",
-              "index_add", "index_fill", "fill_diagonal", "tril", "triu"]:
+              "index_add", "index_fill", "fill_diagonal", "tril", "triu", "scatter_reduce",
+              "index_reduce"]:
     setattr(Tensor, f"{_name}_", _generic(_name))
 Tensor.__ipow__ = lambda self, other: Tensor.pow_(self, other)
 Tensor.__imod__ = lambda self, other: Tensor.remainder_(self, other)

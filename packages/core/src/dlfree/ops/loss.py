@@ -237,10 +237,11 @@ def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=N
     reduction = _reduction(reduction, op, size_average, reduce)
     _require_same_shape(input, target, op)
     data = input._data
-    if data.size and (float(data.min()) < 0 or float(data.max()) > 1):
-        raise ValueError(f"{op}: all elements of input should be between 0 and 1 (got values in "
-                         f"[{float(data.min())}, {float(data.max())}]); apply sigmoid first, "
-                         "or use binary_cross_entropy_with_logits")
+    if data.size and not bool(((data >= 0) & (data <= 1)).all()):  # (NaN fails both tests)
+        got = "NaN" if bool(input._device.xp.isnan(data).any()) else \
+            f"values in [{float(data.min())}, {float(data.max())}]"
+        raise ValueError(f"{op}: all elements of input should be between 0 and 1 (got {got}); "
+                         "apply sigmoid first, or use binary_cross_entropy_with_logits")
     loss = BinaryCrossEntropy.apply(input, target.to(input.dtype))
     if weight is not None:
         loss = loss * weight

@@ -70,7 +70,7 @@ def _accumulate_as(input: Tensor, dtype) -> Tensor:
     """`input` in torch's accumulation dtype: `dtype` if given, int64 for bools and integers."""
     if dtype is not None:
         target = dtypes.as_dtype(dtype).np
-    elif input._data.dtype.kind not in "fc":
+    elif dtypes.kind(input._data.dtype) not in "fc":
         target = dtypes.int64.np
     else:
         return input
@@ -83,7 +83,7 @@ class Sum(Function):
 
     def forward(self, x, dims, keepdim):
         self.shape, self.dims, self.keepdim = x.shape, dims, keepdim
-        return x.sum(axis=dims, keepdims=keepdim)
+        return x.sum(axis=dims, keepdims=keepdim, dtype=dtypes.accumulator(x.dtype))
 
     def backward(self, g):
         if g._data.ndim == 0 and not STATE.enabled:  # a full sum: fill, cheaper than a view
@@ -101,7 +101,7 @@ class Mean(Function):
         self.count = _count(x.shape, dims)
         if self.count == 0:  # NumPy would warn "mean of empty slice"; torch returns nan
             return self.xp.full_like(x.sum(axis=dims, keepdims=keepdim), self.xp.nan)
-        return x.mean(axis=dims, keepdims=keepdim)
+        return x.mean(axis=dims, keepdims=keepdim, dtype=dtypes.accumulator(x.dtype))
 
     def backward(self, g):
         return (_expand_back(g / builtins.max(self.count, 1), self.shape, self.dims,
@@ -121,7 +121,7 @@ def mean(input, dim=None, keepdim: bool = False, *, dtype=None) -> Tensor:
     """Arithmetic mean over `dim`; needs a floating dtype (or pass dtype=)."""
     if dtype is not None:
         input = input.to(dtype)
-    if input._data.dtype.kind not in "fc":
+    if dtypes.kind(input._data.dtype) not in "fc":
         raise DTypeError(f"mean: could not infer output dtype; input dtype is {input.dtype!r} "
                          "and mean needs a floating dtype: pass dtype= or call .float() first")
     return Mean.apply(input, dims=_dims(dim, input.ndim, "mean"), keepdim=keepdim)
@@ -495,7 +495,7 @@ class LogSumExp(Function):
 @tensor_method()
 def logsumexp(input, dim, keepdim: bool = False) -> Tensor:
     """log(sum(exp(x))) over `dim`, computed without overflow."""
-    if input._data.dtype.kind != "f":
+    if dtypes.kind(input._data.dtype) != "f":
         input = input.to(dtypes.get_default_dtype())
     return LogSumExp.apply(input, dims=_dims(dim, input.ndim, "logsumexp"), keepdim=keepdim)
 

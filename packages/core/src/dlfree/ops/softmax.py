@@ -48,7 +48,7 @@ class LogSoftmax(Function):
 def _prepare(input: Tensor, dim, dtype, op: str):
     if dtype is not None:
         input = input.to(dtype)
-    elif input._data.dtype.kind != "f":
+    elif dtypes.kind(input._data.dtype) != "f":
         input = input.to(dtypes.get_default_dtype())
     if dim is None:
         warnings.warn(f"Implicit dimension choice for {op} has been deprecated. Change the call "

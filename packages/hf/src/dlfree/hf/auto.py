@@ -6,10 +6,11 @@ from __future__ import annotations
 
 import os
 
-from dlfree import PluginError, registry
+from dlfree import CheckpointError, PluginError, registry
+from dlfree.errors import MissingPluginError
 
 from .configuration import PretrainedConfig
-from .hub import read_config, resolve_folder
+from .hub import config_from, read_config, resolve_folder
 
 __all__ = ["AutoConfig", "AutoModel", "AutoModelForMaskedLM",
            "AutoModelForSequenceClassification", "AutoModelForTokenClassification",
@@ -19,14 +20,14 @@ __all__ = ["AutoConfig", "AutoModel", "AutoModelForMaskedLM",
 def architecture_for(model_type, where: str = "the config"):
     """The registered architecture (config class and heads) for `model_type`."""
     if not isinstance(model_type, str) or not model_type:
-        raise ValueError(f"{where} has no 'model_type' (got {model_type!r}); it names the "
+        raise CheckpointError(f"{where} has no 'model_type' (got {model_type!r}); it names the "
                          "model family, e.g. 'bert', and the Auto classes need it")
     try:
         return registry.architectures.get(model_type)
     except PluginError as e:
-        raise PluginError(f"{where} has model_type {model_type!r}, which no installed plugin "
-                          f"provides: {e}. A family is added by a plugin implementing "
-                          "dlfree_register_architectures") from None
+        raise MissingPluginError(f"{where} has model_type {model_type!r}, which no installed "
+                                 f"plugin provides: {e}. A family is added by a plugin "
+                                 "implementing dlfree_register_architectures") from None
 
 
 class AutoConfig:
@@ -44,7 +45,7 @@ class AutoConfig:
                                 local_files_only=local_files_only)
         data = read_config(folder)
         arch = architecture_for(data.get("model_type"), f"{folder / 'config.json'}")
-        return arch.config_cls.from_dict(data, **overrides)
+        return config_from(arch.config_cls, data, folder, **overrides)
 
     @staticmethod
     def for_model(model_type: str, /, **fields) -> PretrainedConfig:

@@ -204,11 +204,11 @@ class PretrainedConfig:
                         cache_dir: str | os.PathLike | None = None,
                         local_files_only: bool = False, **overrides) -> PretrainedConfig:
         """Read `config.json` from a local folder or a hub repo id (see `dlfree.hf.hub`)."""
-        from .hub import read_config, resolve_folder
+        from .hub import config_from, read_config, resolve_folder
 
         folder = resolve_folder(name_or_path, revision=revision, cache_dir=cache_dir,
                                 local_files_only=local_files_only)
-        return cls.from_dict(read_config(folder), **overrides)
+        return config_from(cls, read_config(folder), folder, **overrides)
 
     def save_pretrained(self, save_directory: str | os.PathLike) -> Path:
         """Write `config.json` into `save_directory` (created if needed); returns its path."""

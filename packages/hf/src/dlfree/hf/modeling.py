@@ -21,7 +21,7 @@ from dlfree.dtypes import as_dtype
 import numpy as np
 
 from .configuration import PretrainedConfig
-from .hub import read_config, read_weights, resolve_folder, write_weights
+from .hub import check_sizes, config_from, read_config, read_weights, resolve_folder, write_weights
 
 __all__ = ["PreTrainedModel", "LoadReport", "ModelOutput", "BaseModelOutput",
            "BaseModelOutputWithPooling", "BaseModelOutputWithPast", "MaskedLMOutput",
@@ -373,11 +373,13 @@ class PreTrainedModel(nn.Module):
         folder = resolve_folder(name_or_path, revision=revision, cache_dir=cache_dir,
                                 local_files_only=local_files_only)
         if config is None:
-            config = cls.config_class.from_dict(read_config(folder), **config_overrides)
+            config = config_from(cls.config_class, read_config(folder), folder,
+                                 **config_overrides)
         elif config_overrides:
             config = config.replace(**config_overrides)
         load_dtype = _as_load_dtype(dtype, config)
         state = read_weights(folder)
+        check_sizes(config, state, folder)
         with _skipping_init():
             model = cls(config)
             if load_dtype is not None or device is not None:

@@ -1,9 +1,20 @@
 """dlfree.nn: Module, containers, layers, losses and initializers (distribution dlfree-nn)."""
 
-from dlfree import Parameter
+import sys as _sys
 
-from . import init, parallel
+from dlfree import Parameter
+from dlfree import functional as functional
+
+from . import geometric, init, parallel, utils
 from .attention import MultiheadAttention
+from .capsules import (
+    CapsuleDecoder,
+    CapsuleMarginLoss,
+    PrimaryCapsules,
+    RoutingCapsules,
+    capsule_margin_loss,
+    squash,
+)
 from .containers import (
     Identity,
     ModuleDict,
@@ -19,9 +30,11 @@ from .layers.activation import *  # noqa: F403
 from .layers.conv import *  # noqa: F403
 from .layers.dropout import *  # noqa: F403
 from .layers.embedding import *  # noqa: F403
+from .layers.lazy import *  # noqa: F403
 from .layers.linear import *  # noqa: F403
 from .layers.loss import *  # noqa: F403
 from .layers.normalization import *  # noqa: F403
+from .layers.padding import *  # noqa: F403
 from .layers.pooling import *  # noqa: F403
 from .layers.shape import *  # noqa: F403
 from .layers.sync_batch_norm import *  # noqa: F403
@@ -35,3 +48,6 @@ from .transformer import (
     TransformerEncoderLayer,
 )
 from .version import __version__
+
+# `import dlfree.nn.functional as F` gives dlfree.functional itself, as torch programs expect.
+_sys.modules[__name__ + ".functional"] = functional

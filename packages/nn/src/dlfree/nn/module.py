@@ -15,15 +15,26 @@ from typing import Any, NamedTuple
 
 import dlfree as dl
 from dlfree import CheckpointError, Parameter, Tensor
+from dlfree.io.rename import apply_rename
 
 __all__ = ["Module", "IncompatibleKeys"]
 
 
-class IncompatibleKeys(NamedTuple):
-    """What `load_state_dict` found missing from, or unexpected in, the state dict."""
-
+class _KeyLists(NamedTuple):
     missing_keys: list
     unexpected_keys: list
+
+
+class IncompatibleKeys(_KeyLists):
+    """What `load_state_dict` found missing from, or unexpected in, the state dict (a pair,
+    as torch's), and in `renamed` the keys its `rename=` map renamed ({old: new})."""
+
+    renamed: dict
+
+    def __new__(cls, missing_keys: list, unexpected_keys: list, renamed: dict | None = None):
+        self = super().__new__(cls, missing_keys, unexpected_keys)
+        self.renamed = dict(renamed or {})
+        return self
 
 
 class _HookHandle:
@@ -78,7 +89,8 @@ class Module:
         for name, value in (("training", True), ("_parameters", OrderedDict()),
                             ("_buffers", OrderedDict()), ("_non_persistent", set()),
                             ("_modules", OrderedDict()), ("_forward_pre_hooks", OrderedDict()),
-                            ("_forward_hooks", OrderedDict())):
+                            ("_forward_hooks", OrderedDict()),
+                            ("_load_state_dict_pre_hooks", OrderedDict())):
             object.__setattr__(self, name, value)
         if "_init_arguments" not in self.__dict__:
             object.__setattr__(self, "_init_arguments", {})
@@ -351,17 +363,41 @@ class Module:
                 child.state_dict(destination, prefix + name + ".", keep_vars)
         return destination
 
-    def load_state_dict(self, state_dict, strict: bool = True) -> IncompatibleKeys:
+    def register_load_state_dict_pre_hook(self, hook) -> _HookHandle:
+        """Call `hook(module, state_dict, prefix, local_metadata, strict, missing_keys,
+        unexpected_keys, error_msgs)` before `load_state_dict` reads anything, as torch
+        does: `state_dict` is the load's own copy, which the hook may change (rename or
+        convert old checkpoints' keys; `prefix` is this module's, e.g. "encoder."); a message
+        appended to `error_msgs` fails the load."""
+        key = next(_next_hook_id)
+        self._load_state_dict_pre_hooks[key] = hook
+        return _HookHandle(self._load_state_dict_pre_hooks, key)
+
+    def _register_load_state_dict_pre_hook(self, hook, with_module: bool = False):
+        """torch's older spelling: without `with_module` the hook is not passed the module."""
+        if with_module:
+            return self.register_load_state_dict_pre_hook(hook)
+        return self.register_load_state_dict_pre_hook(lambda module, *args: hook(*args))
+
+    def load_state_dict(self, state_dict, strict: bool = True,
+                        rename: dict[str, str] | None = None) -> IncompatibleKeys:
         """Copy values into this module's parameters and buffers by name.
 
         Values may be dl.Tensors, NumPy arrays or anything NumPy can read (CPU PyTorch
         tensors included). Parameters keep their identity (optimizers holding them stay
         valid). With `strict`, missing or unexpected keys are an error listing them. Shapes
         are checked for every key before anything is written, so a failing load changes
-        nothing."""
+        nothing. `rename` maps saved names or prefixes to this module's (`{"module.": ""}`;
+        see dlfree.io.rename); the result's `renamed` says what it renamed. Pre-hooks
+        (`register_load_state_dict_pre_hook`) run first, parents before children."""
+        state_dict, renamed = apply_rename(state_dict, rename, "load_state_dict")
+        state_dict = OrderedDict(state_dict)
+        missing: list = []
+        unexpected: list = []
+        self._run_load_pre_hooks(state_dict, strict, missing, unexpected)
         own = self.state_dict(keep_vars=True)
-        missing = [k for k in own if k not in state_dict]
-        unexpected = [k for k in state_dict if k not in own]
+        missing += [k for k in own if k not in state_dict]
+        unexpected += [k for k in state_dict if k not in own]
         if strict and (missing or unexpected):
             raise CheckpointError(
                 f"load_state_dict into {type(self).__name__}: "
@@ -386,7 +422,18 @@ class Module:
         with dl.no_grad():
             for target, value in staged:
                 target.copy_(value)
-        return IncompatibleKeys(missing, unexpected)
+        return IncompatibleKeys(missing, unexpected, renamed)
+
+    def _run_load_pre_hooks(self, state_dict, strict: bool, missing: list,
+                            unexpected: list) -> None:
+        errors: list[str] = []
+        for name, module in self.named_modules():
+            for hook in list(module._load_state_dict_pre_hooks.values()):
+                hook(module, state_dict, name + "." if name else "", {}, strict, missing,
+                     unexpected, errors)
+        if errors:
+            raise CheckpointError(f"load_state_dict into {type(self).__name__}: "
+                                  + "; ".join(errors))
 
     # ----------------------------------------------------------- modes, moves
     def train(self, mode: bool = True) -> Module:

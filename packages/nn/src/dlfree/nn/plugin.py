@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dlfree import hookimpl
 
-from . import attention, containers, layers, recurrent, transformer
+from . import attention, capsules, containers, geometric, layers, recurrent, transformer
 from .init import INITIALIZERS
 
 # Modules built from other modules or from config alone, registered beside the layers
@@ -16,6 +16,8 @@ _STRUCTURAL = (
     (attention, ("MultiheadAttention",)),
     (transformer, ("TransformerEncoderLayer", "TransformerEncoder", "TransformerDecoderLayer",
                    "TransformerDecoder", "Transformer")),
+    (geometric, geometric.LAYERS),
+    (capsules, capsules.LAYERS),
 )
 
 
@@ -32,6 +34,8 @@ def dlfree_register_layers(register):
 def dlfree_register_losses(register):
     for name in layers.LOSSES:
         register(getattr(layers, name))
+    for name in capsules.LOSSES:
+        register(getattr(capsules, name))
 
 
 @hookimpl

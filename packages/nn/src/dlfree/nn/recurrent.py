@@ -1,6 +1,6 @@
 """Recurrent layers over whole sequences (`RNN`, `LSTM`, `GRU`) and their one-step cells
 (`RNNCell`, `LSTMCell`, `GRUCell`), with torch.nn's arguments, weight names and initialisation.
-Packed sequences (`torch.nn.utils.rnn.PackedSequence`) are not supported: pad and mask instead.
+The sequence layers also take packed sequences (`nn.utils.rnn.PackedSequence`).
 """
 
 from __future__ import annotations
@@ -14,9 +14,12 @@ from dlfree import DTypeError, ShapeError
 from dlfree import functional as F
 from dlfree.ops.recurrent import recurrence
 
+import numpy as np
+
 from . import init
 from .layers._common import check_count, empty_parameter
 from .module import Module
+from .utils.rnn import PackedSequence, pack_padded_sequence, pad_packed_sequence
 
 __all__ = ["RNNBase", "RNN", "LSTM", "GRU", "RNNCellBase", "RNNCell", "LSTMCell", "GRUCell"]
 
@@ -110,12 +113,27 @@ class RNNBase(Module):
 
     def forward(self, input, hx=None):
         """Run the whole sequence. `input` is (T, B, input_size), (B, T, input_size) when
-        `batch_first`, or unbatched (T, input_size); `hx` the initial state (zeros when None),
+        `batch_first`, unbatched (T, input_size), or a `PackedSequence` (nn.utils.rnn) of
+        sequences of different lengths; `hx` the initial state (zeros when None),
         (num_layers * num_directions, B, hidden) or unbatched without the B dim; an LSTM
-        takes and returns (h, c). Returns (output, h_n) or (output, (h_n, c_n))."""
+        takes and returns (h, c). Returns (output, h_n) or (output, (h_n, c_n)); for packed
+        input the output is packed the same way and h_n holds each sequence's state at its
+        own last step."""
         name = type(self).__name__
-        x, batch, unbatched = self._time_major(input, name)
+        if isinstance(input, PackedSequence):
+            return self._forward_packed(input, hx, name)
+        x, batch, unbatched = self._time_major(input, name, self.batch_first)
         h0, c0 = self._initial_state(hx, x, batch, unbatched, name)
+        output, state = self._layers(x, h0, c0)
+        if self.batch_first and not unbatched:
+            output = output.transpose(0, 1)
+        if unbatched:
+            output, state = output.squeeze(1), [s.squeeze(1) for s in state]
+        return output, (tuple(state) if c0 is not None else state[0])
+
+    def _layers(self, x, h0, c0) -> tuple:
+        """The stack of layers over time-major x from states h0 (and c0 for an LSTM):
+        the last layer's output (T, B, out) and the final states [h_n] or [h_n, c_n]."""
         hidden_finals, cell_finals = [], []
         out_size = self.proj_size or self.hidden_size
         for layer in range(self.num_layers):
@@ -138,22 +156,48 @@ class RNNBase(Module):
             x = outputs[0] if len(outputs) == 1 else dl.cat(outputs, -1)
             if self.dropout and self.training and layer < self.num_layers - 1:
                 x = F.dropout(x, self.dropout, True)
-        output = x.transpose(0, 1) if self.batch_first and not unbatched else x
         state = [dl.stack(hidden_finals)] + ([dl.stack(cell_finals)] if c0 is not None else [])
-        if unbatched:
-            output, state = output.squeeze(1), [s.squeeze(1) for s in state]
+        return x, state
+
+    def _forward_packed(self, packed: PackedSequence, hx, name: str) -> tuple:
+        """Packed input: the sequences of each length run together as one batch over exactly
+        their own steps (so the reverse direction starts at each one's end), then the
+        outputs are packed as the input was and the states put back in the input's order."""
+        padded, lengths = pad_packed_sequence(packed)
+        x, batch, _ = self._time_major(padded, name, batch_first=False)
+        h0, c0 = self._initial_state(hx, x, batch, False, name)
+        by_length: dict[int, list[int]] = {}
+        for b, n in enumerate(lengths.tolist()):
+            by_length.setdefault(n, []).append(b)
+        steps = x.shape[0]
+        outputs, states, members = [], [], []
+        for n, rows in by_length.items():
+            index = dl.tensor(rows, device=x.device)
+            out, state = self._layers(x[:n, index], h0[:, index],
+                                      None if c0 is None else c0[:, index])
+            if n < steps:
+                out = dl.cat([out, dl.zeros(steps - n, *out.shape[1:], dtype=out.dtype,
+                                            device=out.device)])
+            outputs.append(out)
+            states.append(state)
+            members.extend(rows)
+        back = dl.tensor(np.argsort(members), device=x.device)
+        output = dl.cat(outputs, 1)[:, back]
+        state = [dl.cat([s[i] for s in states], 1)[:, back] for i in range(len(states[0]))]
+        output = pack_padded_sequence(output, lengths, enforce_sorted=packed.sorted_indices
+                                      is None)
         return output, (tuple(state) if c0 is not None else state[0])
 
-    def _time_major(self, input, name: str) -> tuple:
+    def _time_major(self, input, name: str, batch_first: bool) -> tuple:
         """The input as (T, B, input_size), the batch size, and whether it was unbatched."""
         if not isinstance(input, dl.Tensor):
-            raise TypeError(f"{name}: input must be a Tensor, got {type(input).__name__} "
-                            "(packed sequences are not supported)")
+            raise TypeError(f"{name}: input must be a Tensor or a PackedSequence, got "
+                            f"{type(input).__name__}")
         if input.ndim not in (2, 3) or input.shape[-1] != self.input_size:
             raise ShapeError(f"{name}: expected input of shape (T, B, {self.input_size}), "
                              f"(B, T, {self.input_size}) with batch_first, or unbatched "
                              f"(T, {self.input_size}); got {tuple(input.shape)}")
-        if input.shape[1 if input.ndim == 3 and self.batch_first else 0] == 0:
+        if input.shape[1 if input.ndim == 3 and batch_first else 0] == 0:
             raise ShapeError(f"{name}: the input sequence is empty (shape "
                              f"{tuple(input.shape)}); it needs at least one time step")
         weight = self.weight_ih_l0
@@ -163,7 +207,7 @@ class RNNBase(Module):
                              f"or the model with .to({input.dtype})")
         if input.ndim == 2:
             return input.unsqueeze(1), 1, True
-        x = input.transpose(0, 1) if self.batch_first else input
+        x = input.transpose(0, 1) if batch_first else input
         return x, x.shape[1], False
 
     def _initial_state(self, hx, x, batch: int, unbatched: bool, name: str) -> tuple:

@@ -6,8 +6,10 @@ from __future__ import annotations
 from dlfree import hookimpl
 
 from . import (
+    ASGD,
     LAMB,
     LARS,
+    LBFGS,
     SGD,
     AdaBound,
     Adadelta,
@@ -21,13 +23,14 @@ from . import (
     NovoGrad,
     RAdam,
     RMSprop,
+    Rprop,
     lr_scheduler,
 )
 
 # Every optimizer this distribution provides, registered under its class name. Lookahead
 # and EMA wrap an optimizer or parameters, so they are not built from a config by name.
 OPTIMIZERS = [SGD, Adam, AdamW, Adamax, NAdam, RAdam, RMSprop, Adagrad, Adadelta, LAMB, NovoGrad,
-              AdaBound, LARS, Lion, Adafactor]
+              AdaBound, LARS, Lion, Adafactor, ASGD, Rprop, LBFGS]
 
 
 @hookimpl

@@ -3,8 +3,14 @@ use to decide to stop or to decay the learning rate."""
 
 from __future__ import annotations
 
+import csv
+import io
+import json
 import math
 import numbers
+from pathlib import Path
+
+from dlfree.io import atomic_write
 
 _MODES = ("min", "max")
 
@@ -162,6 +168,31 @@ class History:
     def names(self) -> list[str]:
         """The logged names, in the order first logged."""
         return list(self._series)
+
+    def rows(self):
+        """Every value logged as (name, step, value), series by series in the order first
+        logged, each in logging order."""
+        for name, series in self._series.items():
+            for step, value in zip(series.steps, series.values):
+                yield name, step, value
+
+    def to_csv(self, path) -> Path:
+        """Write every value to a CSV file at `path` (atomically), one row per value with
+        the columns name, step, value: the long form, which keeps values logged at
+        different steps, and pivots to one column per name in a spreadsheet or pandas."""
+        buffer = io.StringIO(newline="")
+        writer = csv.writer(buffer)
+        writer.writerow(("name", "step", "value"))
+        writer.writerows(self.rows())
+        return atomic_write(Path(path), buffer.getvalue().encode("utf-8"))
+
+    def to_jsonl(self, path) -> Path:
+        """Write every value to a JSON Lines file at `path` (atomically), one object
+        {"name", "step", "value"} per line (NaN and the infinities as JSON's common
+        NaN/Infinity extensions, which Python and pandas read)."""
+        lines = "".join(json.dumps({"name": name, "step": step, "value": value}) + "\n"
+                        for name, step, value in self.rows())
+        return atomic_write(Path(path), lines.encode("utf-8"))
 
     def state_dict(self) -> dict:
         """Every series as JSON-able data ({name: {"values": [...], "steps": [...]}})."""

@@ -63,18 +63,28 @@ def _load(obj, name: str, saved, tensors: dict, path) -> None:
         return
     try:
         obj.load_state_dict(unpack(saved, tensors))
-    except (ValueError, TypeError, KeyError) as e:
+    except Exception as e:  # whatever the object's own loader raises on values it refuses
         raise CheckpointError(f"{path}: the {name} state does not fit this Trainer's {name} "
                               f"({type(obj).__name__}): {e}") from None
 
 
 def restore(trainer, data, state: dict, tensors: dict, path) -> int:
-    """Put `trainer` (and its training `data`) back in the state `capture` saved. Returns how
-    many batches of the current epoch must be skipped by reading them, for data that cannot
-    restore its own position (0 otherwise)."""
+    """Put `trainer` (and its training `data`) back in the state `capture` saved (checked by
+    `state_schema` first). Returns how many batches of the current epoch must be skipped by
+    reading them, for data that cannot restore its own position (0 otherwise)."""
+    try:
+        return _restore(trainer, data, state, tensors, path)
+    except CheckpointError:
+        raise
+    except Exception as e:
+        raise CheckpointError(f"{path}: restoring the training state failed: "
+                              f"{type(e).__name__}: {e}") from e
+
+
+def _restore(trainer, data, state: dict, tensors: dict, path) -> int:
     try:
         trainer.model.load_state_dict(unpack(state["model"], tensors))
-    except (ValueError, TypeError, KeyError) as e:
+    except Exception as e:
         raise CheckpointError(f"{path}: the model weights do not fit this Trainer's model "
                               f"({type(trainer.model).__name__}): {e}") from None
     grads = unpack(state["grads"], tensors)

@@ -1,5 +1,5 @@
 """Training checkpoint files: a run's full state in one safetensors file, written atomically,
-checked by a digest when read, and rotated so the previous good one survives.
+checked by its digest and a schema when read, and rotated so the previous good one survives.
 
 Tensors (weights, gradients, optimizer statistics) are stored as tensors; everything else
 is JSON in the file's metadata, where tensors nested in it (an optimizer's state) appear as
@@ -8,7 +8,6 @@ references to the stored ones. No pickle: reading a checkpoint never runs code.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import re
@@ -17,6 +16,8 @@ from pathlib import Path
 
 from dlfree.errors import CheckpointError
 from dlfree.io import load_tensors, save_tensors
+from dlfree.io.atomic import remove_stale_temporaries
+from dlfree.io.limits import parse_json
 from dlfree.tensor import Tensor
 from dlfree.version import __version__
 
@@ -24,6 +25,8 @@ import numpy as np
 
 FORMAT = "dlfree-training-checkpoint"
 FORMAT_VERSION = "1"
+# The metadata entries `write_checkpoint` writes: any other is damage.
+METADATA_KEYS = {"format", "format_version", "dlfree_version", "state"}
 _NAME = re.compile(r"^checkpoint-(\d+)\.safetensors$")
 
 
@@ -90,15 +93,6 @@ def unpack(value, tensors: dict):
 
 
 # ------------------------------------------------------------------------- the file
-def _digest(state_json: str, arrays: dict[str, np.ndarray]) -> str:
-    h = hashlib.sha256(state_json.encode())
-    for name in sorted(arrays):
-        a = np.ascontiguousarray(arrays[name])
-        h.update(f"\0{name}\0{a.dtype.str}\0{a.shape}\0".encode())
-        h.update(a.data)
-    return h.hexdigest()
-
-
 def _host(value) -> np.ndarray:
     if isinstance(value, Tensor):
         return np.ascontiguousarray(value.detach().cpu().numpy())
@@ -107,19 +101,20 @@ def _host(value) -> np.ndarray:
 
 def write_checkpoint(path: str | os.PathLike, state: dict, tensors: dict) -> None:
     """Write `state` (JSON-able; may reference `tensors` by name) and `tensors` to `path`
-    atomically (temporary file, fsync, rename), with a digest of both for `read_checkpoint`."""
+    atomically (temporary file, fsync, rename), with the digest of both that `save_tensors`
+    adds and `read_checkpoint` requires."""
     arrays = {name: _host(t) for name, t in tensors.items()}
-    state_json = json.dumps(state)
     metadata = {"format": FORMAT, "format_version": FORMAT_VERSION,
-                "dlfree_version": __version__, "state": state_json,
-                "sha256": _digest(state_json, arrays)}
+                "dlfree_version": __version__, "state": json.dumps(state)}
     save_tensors(arrays, path, metadata)
 
 
 def read_checkpoint(path: str | os.PathLike) -> tuple[dict, dict]:
     """Read (state, tensors) from a file `write_checkpoint` wrote, on the CPU. A truncated,
-    corrupt or foreign file is a `CheckpointError` naming the file and the problem."""
-    tensors, metadata = load_tensors(path)
+    corrupt or foreign file (no digest, or one its contents do not match; state JSON beyond
+    the limits of `dlfree.io.limits`) is a `CheckpointError` naming the file and the
+    problem. (A Trainer checks the state's schema and fit, `state_schema`, before use.)"""
+    tensors, metadata = load_tensors(path, require_digest=True)
     if metadata.get("format") != FORMAT:
         raise CheckpointError(f"{path} is not a dl.free training checkpoint (its format is "
                               f"{metadata.get('format')!r}, expected {FORMAT!r})")
@@ -127,27 +122,27 @@ def read_checkpoint(path: str | os.PathLike) -> tuple[dict, dict]:
         raise CheckpointError(f"{path}: training checkpoint format version "
                               f"{metadata.get('format_version')!r} is not supported (this "
                               f"dl.free reads version {FORMAT_VERSION})")
-    state_json = metadata.get("state", "")
-    arrays = {name: t.numpy() for name, t in tensors.items()}
-    if _digest(state_json, arrays) != metadata.get("sha256"):
-        raise CheckpointError(f"{path}: the contents do not match the digest written with them "
-                              "(the file is corrupt)")
-    try:
-        state = json.loads(state_json)
-    except json.JSONDecodeError as e:
-        raise CheckpointError(f"{path}: the state in the metadata is unreadable ({e})") from None
+    unknown = sorted(set(metadata) - METADATA_KEYS)
+    if unknown:
+        raise CheckpointError(f"{path}: the training checkpoint's metadata has unknown entries "
+                              f"{', '.join(map(repr, unknown))} (the file is damaged)")
+    state = parse_json(metadata.get("state", ""), f"{path}: the state in the metadata")
     return state, tensors
 
 
-def newest_valid(folder: str | os.PathLike) -> tuple[Path, dict, dict] | None:
+def newest_valid(folder: str | os.PathLike, accept=None) -> tuple[Path, dict, dict] | None:
     """The newest readable checkpoint in `folder` as (path, state, tensors), or None if the
-    folder holds none. Each newer file that is refused is reported with a `ResumeWarning`;
-    if every file is refused, that is a `CheckpointError`."""
+    folder holds none; `accept(state, tensors, path)`, when given, may refuse one more by
+    raising `CheckpointError` (its state does not fit the Trainer). Each newer file that is
+    refused is reported with a `ResumeWarning`; if every file is refused, that is a
+    `CheckpointError`."""
     paths = checkpoint_paths(folder)
     problems = []
     for path in paths:
         try:
             state, tensors = read_checkpoint(path)
+            if accept is not None:
+                accept(state, tensors, path)
         except CheckpointError as e:
             problems.append(str(e))
             warnings.warn(f"refusing training checkpoint {path}: {e}; trying the previous one",
@@ -161,7 +156,18 @@ def newest_valid(folder: str | os.PathLike) -> tuple[Path, dict, dict] | None:
     return None
 
 
-def prune(folder: str | os.PathLike, keep: int) -> None:
-    """Delete all but the `keep` newest checkpoints in `folder`."""
-    for path in checkpoint_paths(folder)[keep:]:
+def prune(folder: str | os.PathLike, keep: int, written: Path) -> None:
+    """Keep `written` (the checkpoint just written) and the `keep - 1` newest before it in
+    `folder`; delete the rest, however many a run killed before it could prune left, and
+    newer ones too (refused, or of a timeline the run resumed before), then the temporary
+    files of writers that died."""
+    paths = checkpoint_paths(folder)
+    older = [p for p in paths if p.name < written.name]
+    for path in [p for p in paths if p.name > written.name] + older[keep - 1:]:
         path.unlink(missing_ok=True)
+    clean_temporaries(folder)
+
+
+def clean_temporaries(folder: str | os.PathLike) -> None:
+    """Remove the temporary files that killed writers left in a checkpoint folder."""
+    remove_stale_temporaries(folder, _NAME)

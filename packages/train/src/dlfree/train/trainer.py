@@ -19,7 +19,6 @@ from dlfree.tensor import Tensor
 from . import batches, resume
 from .events import Events
 from .history import History
-from .monitor import monitored_value, require_validation
 from .parallel import Parallel, refuse_under_parameter_server
 from .settings import (
     count,
@@ -36,11 +35,14 @@ from .state_file import (
     ResumeWarning,
     checkpoint_path,
     checkpoint_paths,
+    clean_temporaries,
     newest_valid,
     prune,
     read_checkpoint,
     write_checkpoint,
 )
+from .state_schema import check_fits
+from .watched import monitored_value, require_validation
 
 SCHEDULER_INTERVALS = ("epoch", "step")
 # Training checkpoints kept in checkpoint_dir: the newest, and the one before it for when the
@@ -95,9 +97,18 @@ class Trainer:
       resumes from the newest readable one, warning (`ResumeWarning`) about each newer one it
       refuses.
     - Ctrl-C (SIGINT) stops at the end of the batch in progress (a second one stops at
-      once): `fit` saves a checkpoint and returns with `trainer.interrupted` True. A
-      KeyboardInterrupt raised any other way is handled the same, and if it came in the
-      middle of a batch no checkpoint is written for it (a `ResumeWarning` says so).
+      once): `fit` saves a checkpoint and returns with `trainer.interrupted` True. That holds
+      wherever in `fit` it comes once training has begun: in `dlfree_train_start` (the run
+      stops before the first batch), in a batch, during validation, while a checkpoint is
+      written (which completes), and in `dlfree_train_end`; before that (while resuming),
+      the KeyboardInterrupt is raised. A KeyboardInterrupt raised any other way is handled
+      the same, and if it came in the middle of a batch no checkpoint is written for it (a
+      `ResumeWarning` says so).
+    - An exception raised by a callback's or plugin's event hook is re-raised as a
+      `CallbackError` naming the callback (or the plugin and its distribution) and the
+      event, with the original as its cause (and still an instance of the original's type
+      where that type allows); `on_callback_error="warn"` makes it a `CallbackWarning` and
+      the run goes on.
     - On several processes (launched by `mpiexec` or `srun`, with the default
       `strategy="auto"`, or with a strategy named), `fit` and `evaluate` join the process
       group (`dlfree.distributed.init_process_group` unless it ran) and `fit` trains
@@ -131,7 +142,7 @@ class Trainer:
                  amp=False, device=None, seed: int | None = None, checkpoint_dir=None,
                  checkpoint_every_n_steps: int | None = None, run_dir=None,
                  validate_every_n_epochs: int = 1, strategy: str | None = "auto",
-                 strategy_options: dict | None = None):
+                 strategy_options: dict | None = None, on_callback_error: str = "raise"):
         if not callable(model):
             raise TypeError(f"Trainer: model must be callable (a module), got "
                             f"{type(model).__name__}")
@@ -190,7 +201,7 @@ class Trainer:
                 "checkpoint_dir (the optimizer's state lives on the servers, so a worker's "
                 "checkpoint could not resume the run)": checkpoint_dir is not None,
             })
-        self.events = Events(callbacks)
+        self.events = Events(callbacks, on_callback_error)
         self.callbacks = self.events.callbacks
         self.history = History()
         self.state = TrainState(epochs=self.max_epochs, max_steps=self.max_steps)
@@ -214,6 +225,7 @@ class Trainer:
             "run_dir": None if run_dir is None else str(self.run_dir),
             "validate_every_n_epochs": self.validate_every_n_epochs,
             "strategy": strategy, "strategy_options": self.parallel.options or None,
+            "on_callback_error": on_callback_error,
         }
         self._train_data = None
         self._consistent = True  # whether the state now is one a checkpoint may capture
@@ -255,9 +267,11 @@ class Trainer:
         with self._deferred_sigint():
             try:
                 self._emit("dlfree_train_start", trainer=self)
+                self._stop_if_interrupted()
                 self._run(train_data, val_data, skip)
                 self.parallel.finish()
                 self._emit("dlfree_train_end", trainer=self)
+                self._stop_if_interrupted()  # (a Ctrl-C after the last batch is not lost)
             except KeyboardInterrupt as e:
                 self.parallel.finish()  # (a worker stopping early lets the others go on)
                 self.interrupted = True
@@ -331,8 +345,7 @@ class Trainer:
                        loss=loss, outputs=outputs)
             if stepped:
                 self._periodic_checkpoint()
-            if self._sigint_pending:
-                raise KeyboardInterrupt
+            self._stop_if_interrupted()
             if self.should_stop or self._step_limit_reached():
                 break
             mark = time.perf_counter()
@@ -442,6 +455,10 @@ class Trainer:
         self._consistent = True
         if self.checkpoint_dir is not None:
             self._save_checkpoint()
+        self._stop_if_interrupted()
+
+    def _stop_if_interrupted(self) -> None:
+        """End the run here if a Ctrl-C came since the last check (the state is consistent)."""
         if self._sigint_pending:
             raise KeyboardInterrupt
 
@@ -523,7 +540,10 @@ class Trainer:
         found = None
         if self.parallel.rank == 0:  # rank 0 picks the checkpoint, and every rank reads it
             self.checkpoint_dir.mkdir(parents=True, exist_ok=True)
-            found = newest_valid(self.checkpoint_dir)
+            clean_temporaries(self.checkpoint_dir)
+            found = newest_valid(self.checkpoint_dir,
+                                 accept=lambda state, tensors, path: check_fits(
+                                     self, state, tensors, path))
         path = self.parallel.broadcast(None if found is None else found[0])
         if path is None:
             return 0
@@ -540,9 +560,9 @@ class Trainer:
             return
         started = time.perf_counter()
         state, tensors = resume.capture(self, self._train_data)
-        write_checkpoint(checkpoint_path(self.checkpoint_dir, self.state.global_step), state,
-                         tensors)
-        prune(self.checkpoint_dir, KEEP_CHECKPOINTS)
+        path = checkpoint_path(self.checkpoint_dir, self.state.global_step)
+        write_checkpoint(path, state, tensors)
+        prune(self.checkpoint_dir, KEEP_CHECKPOINTS, path)
         self._time("checkpoint", started)
 
     def _save_interrupted(self) -> None:

@@ -11,11 +11,12 @@ from .. import init
 from ..module import Module
 from ._common import check_choice, check_count, empty_parameter, ntuple
 
-__all__ = ["Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d"]
+__all__ = ["Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d",
+           "ConvTranspose3d"]
 
 _PADDING_MODES = ("zeros", "reflect", "replicate", "circular")
 _CONV = {1: F.conv1d, 2: F.conv2d, 3: F.conv3d}
-_CONV_TRANSPOSE = {1: F.conv_transpose1d, 2: F.conv_transpose2d}
+_CONV_TRANSPOSE = {1: F.conv_transpose1d, 2: F.conv_transpose2d, 3: F.conv_transpose3d}
 
 
 class _ConvNd(Module):
@@ -200,3 +201,11 @@ class ConvTranspose2d(_ConvTranspose):
     output sizes a stride allows."""
 
     dims = 2
+
+
+class ConvTranspose3d(_ConvTranspose):
+    """3-d transposed convolution (the gradient of Conv3d with respect to its input): weight
+    (in_channels, out_channels / groups, kD, kH, kW); `output_size` in forward picks among
+    the output sizes a stride allows."""
+
+    dims = 3

@@ -14,7 +14,8 @@ from .. import init
 from ..module import Module
 from ._common import check_count, empty_parameter
 
-__all__ = ["BatchNorm1d", "BatchNorm2d", "InstanceNorm2d", "LayerNorm", "GroupNorm", "RMSNorm"]
+__all__ = ["BatchNorm1d", "BatchNorm2d", "BatchNorm3d", "InstanceNorm1d", "InstanceNorm2d",
+           "InstanceNorm3d", "LayerNorm", "GroupNorm", "RMSNorm", "LocalResponseNorm"]
 
 
 def _add_affine(module: Module, shape: tuple, affine: bool, bias: bool, device, dtype) -> None:
@@ -129,10 +130,19 @@ class BatchNorm2d(_BatchNorm):
     ranks, layout = (4,), "(N, C, H, W)"
 
 
-class InstanceNorm2d(_NormBase):
-    """Normalise each channel of each sample over H and W, for (N, C, H, W) or (C, H, W).
-    No affine parameters and no running statistics unless asked for; with
+class BatchNorm3d(_BatchNorm):
+    """Batch normalisation of (N, C, D, H, W) input."""
+
+    ranks, layout = (5,), "(N, C, D, H, W)"
+
+
+class _InstanceNorm(_NormBase):
+    """Normalise each channel of each sample over its `spatial` dims, batched or not. No
+    affine parameters and no running statistics unless asked for; with
     `track_running_stats` the running statistics normalise in eval mode."""
+
+    spatial: int
+    layout: str
 
     def __init__(self, num_features: int, eps: float = 1e-5, momentum: float = 0.1,
                  affine: bool = False, track_running_stats: bool = False, device=None,
@@ -141,20 +151,56 @@ class InstanceNorm2d(_NormBase):
                          bias)
 
     def forward(self, input):
-        self._check_input(input, (3, 4), "(N, C, H, W) or (C, H, W)")
-        channels = input.shape[-3]
+        rank = self.spatial + 2
+        self._check_input(input, (rank - 1, rank), self.layout)
+        channels = input.shape[-rank + 1]
         if channels != self.num_features:
-            message = (f"InstanceNorm2d: expected input's size at dim={input.ndim - 3} to match "
-                       f"num_features ({self.num_features}), but got {channels}")
+            message = (f"{type(self).__name__}: expected input's size at "
+                       f"dim={input.ndim - rank + 1} to match num_features "
+                       f"({self.num_features}), but got {channels}")
             if self.affine:
                 raise ShapeError(message)
             warnings.warn(message + "; num_features is unused because affine=False",
                           UserWarning, stacklevel=2)
-        batched = input if input.ndim == 4 else input.unsqueeze(0)
+        batched = input if input.ndim == rank else input.unsqueeze(0)
         out = F.instance_norm(batched, self.running_mean, self.running_var, self.weight,
                               self.bias, self.training or not self.track_running_stats,
                               self.momentum if self.momentum is not None else 0.0, self.eps)
-        return out if input.ndim == 4 else out.squeeze(0)
+        return out if input.ndim == rank else out.squeeze(0)
+
+
+class InstanceNorm1d(_InstanceNorm):
+    """Instance normalisation of (N, C, L) or (C, L) input, over L."""
+
+    spatial, layout = 1, "(N, C, L) or (C, L)"
+
+
+class InstanceNorm2d(_InstanceNorm):
+    """Instance normalisation of (N, C, H, W) or (C, H, W) input, over H and W."""
+
+    spatial, layout = 2, "(N, C, H, W) or (C, H, W)"
+
+
+class InstanceNorm3d(_InstanceNorm):
+    """Instance normalisation of (N, C, D, H, W) or (C, D, H, W) input, over D, H and W."""
+
+    spatial, layout = 3, "(N, C, D, H, W) or (C, D, H, W)"
+
+
+class LocalResponseNorm(Module):
+    """Each element divided by (k + alpha / size * sum of squares over `size` neighbouring
+    channels) ** beta, for (N, C, *) input."""
+
+    def __init__(self, size: int, alpha: float = 1e-4, beta: float = 0.75, k: float = 1.0):
+        super().__init__()
+        self.size = check_count(size, "size", "LocalResponseNorm")
+        self.alpha, self.beta, self.k = alpha, beta, k
+
+    def forward(self, input):
+        return F.local_response_norm(input, self.size, self.alpha, self.beta, self.k)
+
+    def extra_repr(self) -> str:
+        return f"{self.size}, alpha={self.alpha}, beta={self.beta}, k={self.k}"
 
 
 def _shape(normalized_shape) -> tuple:

@@ -1,5 +1,5 @@
-"""Pooling layers: max and average pooling over sliding windows (1-d, 2-d), and adaptive
-pooling to a fixed output size."""
+"""Pooling layers: max and average pooling over sliding windows (1-d, 2-d, 3-d), and
+adaptive pooling to a fixed output size."""
 
 from __future__ import annotations
 
@@ -8,8 +8,9 @@ from dlfree import functional as F
 from ..module import Module
 from ._common import ntuple
 
-__all__ = ["MaxPool1d", "MaxPool2d", "AvgPool1d", "AvgPool2d", "AdaptiveAvgPool1d",
-           "AdaptiveAvgPool2d", "AdaptiveMaxPool2d"]
+__all__ = ["MaxPool1d", "MaxPool2d", "MaxPool3d", "AvgPool1d", "AvgPool2d", "AvgPool3d",
+           "AdaptiveAvgPool1d", "AdaptiveAvgPool2d", "AdaptiveAvgPool3d", "AdaptiveMaxPool1d",
+           "AdaptiveMaxPool2d", "AdaptiveMaxPool3d"]
 
 
 class _WindowPool(Module):
@@ -55,6 +56,15 @@ class MaxPool2d(_MaxPool):
                             ceil_mode=self.ceil_mode, return_indices=self.return_indices)
 
 
+class MaxPool3d(_MaxPool):
+    """The maximum over each window of (N, C, D, H, W) or (C, D, H, W); `return_indices`
+    also gives the flat positions of the maxima in D * H * W."""
+
+    def forward(self, input):
+        return F.max_pool3d(input, self.kernel_size, self.stride, self.padding, self.dilation,
+                            ceil_mode=self.ceil_mode, return_indices=self.return_indices)
+
+
 class _AvgPool(_WindowPool):
     def extra_repr(self) -> str:
         return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
@@ -92,6 +102,15 @@ class AvgPool2d(_AvgPool):
                             self.count_include_pad, self.divisor_override)
 
 
+class AvgPool3d(AvgPool2d):
+    """The mean over each window of (N, C, D, H, W) or (C, D, H, W), with AvgPool2d's
+    options."""
+
+    def forward(self, input):
+        return F.avg_pool3d(input, self.kernel_size, self.stride, self.padding, self.ceil_mode,
+                            self.count_include_pad, self.divisor_override)
+
+
 class _Adaptive(Module):
     """Pooling to a fixed `output_size`, whatever the input's size."""
 
@@ -118,13 +137,40 @@ class AdaptiveAvgPool2d(_Adaptive):
         return F.adaptive_avg_pool2d(input, self.output_size)
 
 
-class AdaptiveMaxPool2d(_Adaptive):
-    """Max pooling of (N, C, H, W) or (C, H, W) to `output_size`; `return_indices` also gives
-    the flat positions of the maxima."""
+class AdaptiveAvgPool3d(_Adaptive):
+    """Mean pooling of (N, C, D, H, W) or (C, D, H, W) to `output_size`."""
+
+    def forward(self, input):
+        return F.adaptive_avg_pool3d(input, self.output_size)
+
+
+class _AdaptiveMax(_Adaptive):
+    """Max pooling to `output_size`; `return_indices` also gives the flat positions of the
+    maxima. Subclasses name their functional op."""
+
+    pool: staticmethod
 
     def __init__(self, output_size, return_indices: bool = False):
         super().__init__(output_size)
         self.return_indices = return_indices
 
     def forward(self, input):
-        return F.adaptive_max_pool2d(input, self.output_size, self.return_indices)
+        return type(self).pool(input, self.output_size, self.return_indices)
+
+
+class AdaptiveMaxPool1d(_AdaptiveMax):
+    """Max pooling of (N, C, L) or (C, L) to `output_size` windows that tile L."""
+
+    pool = staticmethod(F.adaptive_max_pool1d)
+
+
+class AdaptiveMaxPool2d(_AdaptiveMax):
+    """Max pooling of (N, C, H, W) or (C, H, W) to `output_size`."""
+
+    pool = staticmethod(F.adaptive_max_pool2d)
+
+
+class AdaptiveMaxPool3d(_AdaptiveMax):
+    """Max pooling of (N, C, D, H, W) or (C, D, H, W) to `output_size`."""
+
+    pool = staticmethod(F.adaptive_max_pool3d)

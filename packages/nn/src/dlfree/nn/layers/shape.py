@@ -1,17 +1,19 @@
 """Layers that rearrange or resample without parameters: `Flatten`, `Unflatten`,
-`Upsample`, `PixelShuffle`, `PixelUnshuffle`, `Unfold` (im2col) and `Fold` (col2im)."""
+`Upsample`, `PixelShuffle`, `PixelUnshuffle`, `ChannelShuffle`, `Unfold` (im2col) and
+`Fold` (col2im)."""
 
 from __future__ import annotations
 
 import numbers
 
+from dlfree import ShapeError
 from dlfree import functional as F
 
 from ..module import Module
 from ._common import check_count
 
-__all__ = ["Flatten", "Unflatten", "Upsample", "PixelShuffle", "PixelUnshuffle", "Unfold",
-           "Fold"]
+__all__ = ["Flatten", "Unflatten", "Upsample", "PixelShuffle", "PixelUnshuffle",
+           "ChannelShuffle", "Unfold", "Fold"]
 
 
 class Flatten(Module):
@@ -143,3 +145,23 @@ class Fold(Module):
     def extra_repr(self) -> str:
         return (f"output_size={self.output_size}, kernel_size={self.kernel_size}, "
                 f"dilation={self.dilation}, padding={self.padding}, stride={self.stride}")
+
+
+class ChannelShuffle(Module):
+    """Interleave the channels of (N, C, *) input from `groups` groups (ShuffleNet): channel
+    g * (C / groups) + i moves to i * groups + g."""
+
+    def __init__(self, groups: int):
+        super().__init__()
+        self.groups = check_count(groups, "groups", "ChannelShuffle")
+
+    def forward(self, input):
+        if input.ndim < 3 or input.shape[1] % self.groups:
+            raise ShapeError(f"ChannelShuffle: expected (N, C, *) input with C divisible by "
+                             f"groups={self.groups}, got shape {tuple(input.shape)}")
+        n, c, *rest = input.shape
+        grouped = input.reshape(n, self.groups, c // self.groups, *rest)
+        return grouped.transpose(1, 2).reshape(n, c, *rest)
+
+    def extra_repr(self) -> str:
+        return f"groups={self.groups}"

@@ -10,7 +10,7 @@ import numbers
 from dlfree import hookimpl
 from dlfree.tensor import Tensor
 
-from ..monitor import check_monitor, monitored_value, require_validation
+from ..watched import check_monitor, monitored_value, require_validation
 
 
 class EarlyStopping:

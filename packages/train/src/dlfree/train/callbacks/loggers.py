@@ -22,6 +22,21 @@ KEY_COLUMNS = ("kind", "epoch", "step")
 STEP_PREFIX = "step_"
 
 
+def check_every_n_steps(owner: str, every_n_steps) -> int | None:
+    """A logger's `every_n_steps`: a whole number >= 1, or None for epoch values only."""
+    if every_n_steps is not None and (isinstance(every_n_steps, bool) or not isinstance(
+            every_n_steps, numbers.Integral) or every_n_steps < 1):
+        raise ValueError(f"{owner}: every_n_steps must be an integer >= 1 or None (epoch "
+                         f"values only), got {every_n_steps!r}")
+    return None if every_n_steps is None else int(every_n_steps)
+
+
+def step_values(history, step: int) -> dict[str, float]:
+    """The values `history` got at optimizer step `step` under a name beginning "step_"."""
+    return {name: history[name].last for name in history.names()
+            if name.startswith(STEP_PREFIX) and history[name].steps[-1] == step}
+
+
 class MetricsLogger(abc.ABC):
     """What the CSV and JSONL loggers share: where the file goes, which rows a resumed run
     keeps, and when rows are written. Subclasses say how rows are read and written.
@@ -42,12 +57,8 @@ class MetricsLogger(abc.ABC):
     default_name = ""
 
     def __init__(self, path=None, every_n_steps: int | None = None):
-        if every_n_steps is not None and (isinstance(every_n_steps, bool) or not isinstance(
-                every_n_steps, numbers.Integral) or every_n_steps < 1):
-            raise ValueError(f"{type(self).__name__}: every_n_steps must be an integer >= 1 or "
-                             f"None (epoch rows only), got {every_n_steps!r}")
         self.path = None if path is None else Path(path)
-        self.every_n_steps = None if every_n_steps is None else int(every_n_steps)
+        self.every_n_steps = check_every_n_steps(type(self).__name__, every_n_steps)
         self._file = None
         self._last_step_row = 0
 
@@ -95,10 +106,8 @@ class MetricsLogger(abc.ABC):
                 step % self.every_n_steps:
             return
         self._last_step_row = step
-        history = trainer.history
-        values = {name: history[name].last for name in history.names()
-                  if name.startswith(STEP_PREFIX) and history[name].steps[-1] == step}
-        self._write({"kind": "step", "epoch": trainer.state.epoch, "step": step, **values})
+        self._write({"kind": "step", "epoch": trainer.state.epoch, "step": step,
+                     **step_values(trainer.history, step)})
 
     def _read(self) -> list[dict]:
         """The rows in the file, their key columns parsed; rows that do not parse are left

@@ -8,7 +8,7 @@ import numbers
 
 from dlfree import hookimpl
 
-from ..monitor import check_monitor, monitored_value, require_validation
+from ..watched import check_monitor, monitored_value, require_validation
 
 
 def group_lrs(optimizer) -> list[float | None]:

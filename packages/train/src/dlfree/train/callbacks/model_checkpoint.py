@@ -9,10 +9,12 @@ import re
 from pathlib import Path
 
 from dlfree.io import save
+from dlfree.io.atomic import remove_stale_temporaries
 
-from ..monitor import monitored_value, require_validation
+from ..watched import monitored_value, require_validation
 
 _NUMBERED = re.compile(r"^epoch-(\d+)\.safetensors$")
+_OWN = re.compile(r"^(last|best|epoch-\d+)\.safetensors$")
 
 
 class ModelCheckpoint:
@@ -68,6 +70,7 @@ class ModelCheckpoint:
         if self.monitor is not None:
             require_validation("ModelCheckpoint", self.monitor, trainer)
         self.dirpath.mkdir(parents=True, exist_ok=True)
+        remove_stale_temporaries(self.dirpath, _OWN)  # (of a run killed while saving)
 
     def dlfree_train_epoch_end(self, trainer, epoch, logs) -> None:
         if (epoch + 1) % self.every_n_epochs:
@@ -78,9 +81,12 @@ class ModelCheckpoint:
             save(trainer.model, self.last_path)
         if self.keep:
             save(trainer.model, self.dirpath / f"epoch-{epoch:04d}.safetensors")
-            numbered = sorted((int(m.group(1)), p) for p in self.dirpath.iterdir()
-                              if (m := _NUMBERED.match(p.name)))
-            for _, path in numbered[:-self.keep]:
+            # this epoch's file and the keep - 1 before it; later ones are of a timeline a
+            # resumed run went back past
+            numbered = sorted(((int(m.group(1)), p) for p in self.dirpath.iterdir()
+                               if (m := _NUMBERED.match(p.name))), reverse=True)
+            older = [p for n, p in numbered if n < epoch]
+            for path in [p for n, p in numbered if n > epoch] + older[self.keep - 1:]:
                 path.unlink(missing_ok=True)
 
     def _check_best(self, trainer, epoch: int, logs: dict) -> None:

@@ -1,4 +1,5 @@
-"""Gradient clipping, as torch.nn.utils: by the total p-norm of all gradients, or by value.
+"""Gradient clipping, as torch.nn.utils: by the total p-norm of all gradients, or by value
+(`dl.nn.utils` and `dl.optim` export these).
 
 These are the one place where gradients are changed in place, as in PyTorch.
 """
@@ -8,7 +9,9 @@ from __future__ import annotations
 import math
 import numbers
 
-from dlfree import Tensor, as_tensor, no_grad, tensor
+from ..autograd import no_grad
+from ..creation import as_tensor, tensor
+from ..tensor import Tensor
 
 
 def _parameters(parameters, fn: str) -> list[Tensor]:
