@@ -42,6 +42,8 @@ LOWER = [
     ("matmul", lambda m, f, a, b: m.matmul(a, b), [(2, 3, 4), (4, 5)]),
     ("matmul:operator", lambda m, f, a, b: a @ b, [(3, 4), (4,)]),
     ("mm", lambda m, f, a, b: m.mm(a, b), [(3, 4), (4, 5)]),
+    ("multi_dot", lambda m, f, a, b, c: m.linalg.multi_dot([a, b, c]), [(2, 3), (3, 4), (4, 2)]),
+    ("vecdot", lambda m, f, a, b: m.linalg.vecdot(a, b), [(3, 4), (3, 4)]),
     ("bmm", lambda m, f, a, b: m.bmm(a, b), [(2, 3, 4), (2, 4, 5)]),
     ("einsum", lambda m, f, a, b: m.einsum("bij,jk->bik", a, b), [(2, 3, 4), (4, 5)]),
     ("einsum:list", lambda m, f, a, b: m.einsum("ij,ij->i", [a, b]), [(3, 4), (3, 4)]),
@@ -431,7 +433,8 @@ def _torch_autocast_lists() -> dict:
 
 
 # torch's names that are spelled differently here
-_SPELLED = {"nll_loss2d": "nll_loss", "__matmul__": "matmul", "__pow__": "pow"}
+_SPELLED = {"nll_loss2d": "nll_loss", "__matmul__": "matmul", "__pow__": "pow",
+            "linalg_multi_dot": "multi_dot", "linalg_vecdot": "vecdot"}
 
 # the ops torch's test lists autocast that dl.free has but runs in their inputs' dtype, and why
 THEIRS_ONLY = {

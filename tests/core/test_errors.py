@@ -49,8 +49,8 @@ def test_backward_without_grad_requirement():
 def test_dtype_misuse():
     with pytest.raises(dl.DTypeError, match="mean: .*int64.*dtype="):
         dl.arange(4).mean()
-    with pytest.raises(dl.DTypeError, match="unsupported dtype 'complex64'"):
-        dl.zeros(2, dtype="complex64")
+    with pytest.raises(dl.DTypeError, match="unsupported dtype 'uint16'"):
+        dl.zeros(2, dtype="uint16")
     with pytest.raises(dl.DTypeError, match="float"):
         dl.set_default_dtype(dl.int32)
     with pytest.raises(dl.DTypeError, match="unsupported operand of type str"):

@@ -23,6 +23,8 @@ from . import (  # noqa: E402
     data,
     distributed,
     dtypes,
+    fft,
+    func,
     functional,
     io,
     linalg,
@@ -38,6 +40,8 @@ from .device import Device  # noqa: E402
 from .dtypes import (  # noqa: E402
     DType,
     bool_,
+    complex64,
+    complex128,
     float16,
     float32,
     float64,
@@ -58,6 +62,7 @@ from .errors import (  # noqa: E402
     PluginError,
     ShapeError,
 )
+from .func import vmap  # noqa: E402
 from .hookspecs import hookimpl, hookspec  # noqa: E402
 from .io import load, save  # noqa: E402
 
@@ -66,7 +71,9 @@ from .io import load, save  # noqa: E402
 from .ops.cast import *  # noqa: E402,F403
 from .ops.combining import *  # noqa: E402,F403
 from .ops.comparison import *  # noqa: E402,F403
+from .ops.complex_numbers import *  # noqa: E402,F403
 from .ops.counting import *  # noqa: E402,F403
+from .ops.decomposition import *  # noqa: E402,F403
 from .ops.elementwise import *  # noqa: E402,F403
 from .ops.indexing import *  # noqa: E402,F403
 from .ops.inplace import *  # noqa: E402,F403
@@ -90,6 +97,7 @@ from .version import __version__  # noqa: E402
 
 bool = bool_  # noqa: A001  (dl.bool, as torch.bool)
 half, double, long, short = float16, float64, int64, int16
+cfloat, cdouble = complex64, complex128
 float, int = float32, int32  # noqa: A001  (dl.float, dl.int, as torch's)
 # dl.cuda.amp, torch's older home of autocast and GradScaler, is dl.amp itself.
 cuda.amp = amp

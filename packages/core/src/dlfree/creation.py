@@ -25,6 +25,8 @@ def _infer_np_dtype(data, array: np.ndarray):
         return array.dtype
     if dtypes.kind(array.dtype) == "f":
         return dtypes.get_default_dtype().np
+    if array.dtype.kind == "c":  # Python complex numbers: the default float's complex dtype
+        return dtypes.as_dtype(complex).np
     if array.dtype.kind in "iu":
         return np.dtype(np.int64)
     return array.dtype
@@ -56,7 +58,7 @@ def _as_array(data, dtype, device: Device | None, copy: bool):
             array = np.asarray(data)
         except ValueError as e:
             raise ShapeError(f"tensor(): cannot build a tensor from ragged data: {e}") from None
-        if array.dtype == object or dtypes.kind(array.dtype) not in "biuf":
+        if array.dtype == object or dtypes.kind(array.dtype) not in "biufc":
             raise DTypeError(
                 f"tensor(): cannot build a tensor from {type(data).__name__} of element type "
                 f"{array.dtype}; valid: numbers, nested lists of numbers, arrays"

@@ -35,17 +35,19 @@ def accumulator(np_dtype):
 class DType:
     """A tensor element type; wraps the NumPy dtype that stores it."""
 
-    __slots__ = ("name", "np", "is_floating_point", "is_signed", "itemsize", "category")
+    __slots__ = ("name", "np", "is_floating_point", "is_complex", "is_signed", "itemsize",
+                 "category")
 
     def __init__(self, name: str, np_dtype=None):
         self.name = name
         self.np = np.dtype(name if np_dtype is None else np_dtype)
         letter = kind(self.np)
         self.is_floating_point = letter == "f"
-        self.is_signed = letter in "fi"
+        self.is_complex = letter == "c"
+        self.is_signed = letter in "fic"
         self.itemsize = self.np.itemsize
-        # 0 bool < 1 integer < 2 floating: the order PyTorch promotes by.
-        self.category = {"b": 0, "u": 1, "i": 1, "f": 2}[letter]
+        # 0 bool < 1 integer < 2 floating < 3 complex: the order PyTorch promotes by.
+        self.category = {"b": 0, "u": 1, "i": 1, "f": 2, "c": 3}[letter]
 
     def __repr__(self) -> str:
         return f"dlfree.{self.name}"
@@ -63,16 +65,23 @@ int64 = DType("int64")
 float16 = DType("float16")
 float32 = DType("float32")
 float64 = DType("float64")
+complex64 = DType("complex64")
+complex128 = DType("complex128")
 bfloat16 = DType("bfloat16", _BFLOAT16_NP) if _BFLOAT16_NP is not None else None
 
 ALL = tuple(d for d in (bool_, uint8, int8, int16, int32, int64, float16, bfloat16, float32,
-                        float64) if d is not None)
+                        float64, complex64, complex128) if d is not None)
 _by_name = {d.name: d for d in ALL}
 _by_np = {d.np: d for d in ALL}
 _aliases = {
     "half": float16, "float": float32, "double": float64, "short": int16,
-    "int": int32, "long": int64, "bool": bool_,
+    "int": int32, "long": int64, "bool": bool_, "cfloat": complex64, "cdouble": complex128,
 }
+# the complex dtype holding a floating dtype's pairs (NumPy has no complex32 for float16)
+_complex_of = {float16.np: complex64.np, float32.np: complex64.np,
+               float64.np: complex128.np}
+if bfloat16 is not None:
+    _complex_of[bfloat16.np] = complex64.np
 
 _default_float = [float32]
 
@@ -102,6 +111,8 @@ def as_dtype(spec) -> DType:
         return int64
     if spec is bool:
         return bool_
+    if spec is complex:
+        return complex128 if _default_float[0] is float64 else complex64
     if isinstance(spec, str) and spec in _aliases:
         return _aliases[spec]
     if spec == "bfloat16" and bfloat16 is None:
@@ -123,24 +134,29 @@ def from_np(np_dtype) -> DType:
 
 
 def _category_of_scalar(x) -> int:
-    """0, 1 or 2 for a Python or NumPy bool, integer or real number (as torch accepts)."""
+    """0, 1, 2 or 3 for a Python or NumPy bool, integer, real or complex number."""
     if isinstance(x, bool | np.bool_):
         return 0
     if isinstance(x, numbers.Integral):
         return 1
     if isinstance(x, numbers.Real):
         return 2
+    if isinstance(x, numbers.Complex):
+        return 3
     raise DTypeError(
-        f"unsupported scalar {x!r} of type {type(x).__name__}; valid: bool, int, float"
+        f"unsupported scalar {x!r} of type {type(x).__name__}; valid: bool, int, float, "
+        "complex"
     )
 
 
 def is_scalar(x) -> bool:
-    """A number an op accepts beside tensors: Python or NumPy bool, int or float."""
-    return isinstance(x, numbers.Real | np.bool_)
+    """A number an op accepts beside tensors: Python or NumPy bool, int, float or complex."""
+    return isinstance(x, numbers.Number | np.bool_)
 
 
 def _default_for(category: int) -> np.dtype:
+    if category == 3:
+        return _complex_of[_default_float[0].np]
     return (bool_, int64, _default_float[0])[category].np
 
 
@@ -169,8 +185,11 @@ def result_type(*operands) -> np.dtype:
         else:
             cat = max(items)
             dt = _default_for(cat)
-        if result is None or cat > _by_np[result].category:
+        if result is None:
             result = dt
+        elif cat > (low := _by_np[result].category):
+            # a complex number lifting a floating result keeps its precision (torch's rule)
+            result = _complex_of[result] if cat == 3 and low == 2 else dt
     return result
 
 
@@ -178,7 +197,7 @@ def _promote_pair(a: np.dtype, b: np.dtype) -> np.dtype:
     if a == b:
         return a
     ca, cb = _by_np[a].category, _by_np[b].category
-    if ca != cb:
+    if ca != cb and ca + cb != 5:  # complex with floating: the wider of both, as NumPy's
         return a if ca > cb else b
     if _BFLOAT16_NP in (a, b) and np.dtype(np.float16) in (a, b):
         return np.dtype(np.float32)  # torch's rule; neither holds the other's values

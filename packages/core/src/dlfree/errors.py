@@ -21,6 +21,10 @@ class AutogradError(DLFreeError, RuntimeError):
     """Misuse of the autograd graph (freed graph, modified saved tensor, non-scalar root)."""
 
 
+class LinAlgError(DLFreeError, ValueError):
+    """A matrix a decomposition or solve cannot take: singular, or not positive-definite."""
+
+
 class PluginError(DLFreeError, RuntimeError):
     """A plugin that cannot be loaded, or a registry name that is unknown or taken twice."""
 

@@ -6,7 +6,7 @@ import threading
 import traceback
 
 from ..dtypes import bfloat16, float32
-from ..errors import AutogradError, DeviceError, ShapeError
+from ..errors import AutogradError, DeviceError, DTypeError, ShapeError
 from ..tensor import Tensor
 from .autocast_state import AUTOCAST
 from .grad_mode import STATE
@@ -39,12 +39,18 @@ class Function:
 
     `autocast` declares the op's autocast policy: "lower", "float32", "promote" or None
     (see `autocasting`); inside an autocast region `apply` casts the inputs by it first.
+
+    `complex_grad` declares that backward is right for complex tensors too (torch's
+    convention: the gradient of a real loss L at z = x + iy is dL/dx + i dL/dy). Recording
+    an op with a complex result that does not declare it is an error, not a wrong gradient.
+
     `keeps_bfloat16`: an op whose only floating inputs are bfloat16 returns bfloat16, as in
     torch, even where its kernel widened to float32 (ml_dtypes' matmul does); the casts,
     whose result dtype is the one asked for, set it False.
     """
 
     autocast: str | None = None
+    complex_grad = False
     keeps_bfloat16 = True
     saves: tuple = ()
     save_output = False
@@ -98,6 +104,12 @@ class Function:
             out = out.astype(_BFLOAT16)
         result = _make(out, device)
         if record:
+            if out.dtype.kind == "c" and not cls.complex_grad:
+                raise DTypeError(f"{cls.__name__.lower()}: gradients through this op are "
+                                 "defined for real tensors only; a complex tensor that "
+                                 "requires grad may pass through the complex-aware ops "
+                                 "(arithmetic, reductions by sum and mean, views, dl.fft, "
+                                 "real/imag/abs/angle)")
             fn.next_edges = tuple([
                 t.grad_fn if t.grad_fn is not None else (t if t.requires_grad else None)
                 for t in inputs

@@ -24,6 +24,9 @@ def _host_array(name: str, value) -> np.ndarray:
     elif not isinstance(value, np.ndarray):
         raise TypeError(f"save_tensors: {name!r} is a {type(value).__name__}; expected a "
                         "dl.Tensor or a NumPy array")
+    if value.dtype == np.complex128:  # safetensors has C64 but no C128
+        raise DTypeError(f"save_tensors: {name!r} is complex128, which safetensors cannot "
+                         "store; valid: complex64, or save dl.view_as_real(t) (float64 pairs)")
     return value if value.flags.c_contiguous else value.copy(order="C")  # keeps 0-d shape
 
 

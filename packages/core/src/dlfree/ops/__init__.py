@@ -24,7 +24,9 @@ from . import (  # noqa: F401
 from .cast import *  # noqa: F403
 from .combining import *  # noqa: F403
 from .comparison import *  # noqa: F403
+from .complex_numbers import *  # noqa: F403
 from .counting import *  # noqa: F403
+from .decomposition import *  # noqa: F403
 from .elementwise import *  # noqa: F403
 from .indexing import *  # noqa: F403
 from .inplace import *  # noqa: F403
@@ -43,6 +45,7 @@ from .statistics import *  # noqa: F403
 
 TENSOR_FAMILIES = ("cast", "comparison", "elementwise", "indexing", "inplace", "linalg",
                    "reduction", "scatter", "shape", "softmax", "combining", "counting", "placing",
-                   "pointwise", "products", "sampling", "sorting", "special", "statistics")
+                   "pointwise", "products", "sampling", "sorting", "special", "statistics",
+                   "complex_numbers", "decomposition")
 __all__ = [name for family in TENSOR_FAMILIES
            for name in importlib.import_module(f"{__name__}.{family}").__all__]

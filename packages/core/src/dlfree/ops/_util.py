@@ -112,7 +112,10 @@ def normalize_dims(dim, ndim: int, op: str) -> tuple:
 # what a dtype check accepts, by the NumPy kinds it allows, worded for its error message
 KINDS = {
     "f": "floating-point tensors (float16, float32, float64)",
-    "iuf": "integer and floating-point tensors (every dtype but bool)",
+    "c": "complex tensors (complex64, complex128)",
+    "fc": "floating-point and complex tensors",
+    "iuf": "integer and floating-point tensors (bool and complex excluded)",
+    "iufc": "integer and floating-point tensors, and complex ones (every dtype but bool)",
     "biu": "integer and bool tensors (bool, uint8, int8, int16, int32, int64)",
 }
 

@@ -13,17 +13,26 @@ __all__ = ["clone"]
 
 
 class Cast(Function):
+    complex_grad = True
     keeps_bfloat16 = False  # the dtype asked for, whatever the input's
 
     def forward(self, x, dtype):
         self.src = x.dtype
+        if x.dtype.kind == "c" and dtype.kind != "c":  # the real part, as torch (no warning)
+            x = x.real
         return x.astype(dtype)
 
     def backward(self, g):
+        if g._data.dtype.kind == "c" and self.src.kind != "c":
+            from .complex_numbers import real
+
+            g = real(g)
         return (g.to(dtypes.from_np(self.src)),)
 
 
 class Transfer(Function):
+    complex_grad = True
+
     def forward(self, x, target):
         self.source = self.device
         return target.backend.asarray(self.device.backend.to_numpy(x), index=target.index)
@@ -74,7 +83,7 @@ def to(self, *args, **kwargs) -> Tensor:
     if dtype is not None:
         np_dtype = dtypes.as_dtype(dtype).np
         if np_dtype != out._data.dtype:
-            if out.requires_grad and dtypes.kind(np_dtype) != "f":
+            if out.requires_grad and dtypes.kind(np_dtype) not in "fc":
                 out = out.detach()
             out = Cast.apply(out, dtype=np_dtype)
     if copy and out is self:
@@ -161,6 +170,8 @@ def cuda(self, device=None) -> Tensor:
 
 
 class Clone(Function):
+    complex_grad = True
+
     def forward(self, x):
         return x.copy()
 

@@ -53,7 +53,7 @@ def _promote_all(op: str, *operands) -> list:
 
 def _to_float(t: Tensor) -> Tensor:
     """Integer and bool tensors become the default floating dtype, as torch's float ops do."""
-    return t if dtypes.kind(t._data.dtype) == "f" else t.to(dtypes.get_default_dtype())
+    return t if dtypes.kind(t._data.dtype) in "fc" else t.to(dtypes.get_default_dtype())
 
 
 def _check_divisor(a, b, op: str) -> None:
@@ -117,7 +117,7 @@ def _binary(name, kernel, grads, doc, *, saves=(0, 1), keep=None, save_output=Fa
 
         def op(input, other):
             a, b = promote(input, other, name)
-            if dtypes.kind(a._data.dtype) != "f":
+            if dtypes.kind(a._data.dtype) not in "fc":
                 if kinds is None:
                     a, b = _to_float(a), _to_float(b)
                 else:
@@ -133,14 +133,24 @@ def _binary(name, kernel, grads, doc, *, saves=(0, 1), keep=None, save_output=Fa
     return cls, op
 
 
+def _conj(t: Tensor) -> Tensor:
+    """The conjugate of a complex operand (a complex op's gradient is g times the conjugate
+    derivative); a real one is itself."""
+    if t._data.dtype.kind != "c":
+        return t
+    from .complex_numbers import conj
+
+    return conj(t)
+
+
 def _mul_grads(g, na, nb, *saved):
     # Mul keeps b for a's gradient and a for b's: saved is (a, b), (a,) or (b,)
-    return (g * saved[-1] if na else None), (g * saved[0] if nb else None)
+    return (g * _conj(saved[-1]) if na else None), (g * _conj(saved[0]) if nb else None)
 
 
 def _div_grads(g, na, nb, *saved):
     a, b = saved if nb else (None, saved[0])
-    return (g / b if na else None), (-g * a / (b * b) if nb else None)
+    return (g / _conj(b) if na else None), (-g * _conj(a / (b * b)) if nb else None)
 
 
 def _pow_kernel(xp, a, b):
@@ -274,11 +284,12 @@ Fmin, fmin = _binary("fmin", lambda xp, a, b: xp.fmin(a, b),
                      _nan_extremum_grads(lambda a, b: a <= b),
                      "The smaller of each pair, where a NaN loses to a number.")
 multiply, arctan2 = mul, atan2
+Add.complex_grad = Sub.complex_grad = Mul.complex_grad = Div.complex_grad = True
 
 
 def _scaled(b: Tensor, alpha, op: str) -> Tensor:
     """alpha * b in b's dtype; a fractional alpha needs a floating b, as in torch."""
-    if dtypes.kind(b._data.dtype) != "f" and isinstance(alpha, float):
+    if dtypes.kind(b._data.dtype) not in "fc" and isinstance(alpha, float):
         raise DTypeError(f"{op}: alpha={alpha} is fractional but the operands are "
                          f"{b.dtype.name}; valid: an integer alpha, or floating-point operands")
     out = b * alpha
@@ -300,7 +311,7 @@ def sub(input, other, *, alpha=1):
     if alpha == 1:
         return _sub(input, other)
     a, b = promote(input, other, "sub")
-    check_kind(a, "iuf", "sub", "use ^ or logical_xor() for bool tensors")
+    check_kind(a, "iufc", "sub", "use ^ or logical_xor() for bool tensors")
     return Sub.apply(a, _scaled(b, alpha, "sub"))
 
 
@@ -602,7 +613,7 @@ def _unary(name, kernel, grad, doc, *, uses="x", inputs="promote", autocast=None
     kinds = {"float": "f", "numeric": "iuf"}.get(inputs)
 
     def op(input):
-        if dtypes.kind(input._data.dtype) != "f":
+        if dtypes.kind(input._data.dtype) not in "fc":
             if kinds is None:
                 input = input.to(dtypes.get_default_dtype())
             else:
@@ -683,8 +694,18 @@ erfinv = _unary("erfinv", "erfinv",
                 autocast="float32")
 frac = _unary("frac", lambda xp, x: x - xp.trunc(x), lambda g: g,
               "input - trunc(input), with the sign of input.", uses=None, inputs="float")
-abs = _unary("abs", lambda xp, x: xp.abs(x), lambda g, x: g * sign(x),
-             "Absolute value; its gradient at 0 is 0.", inputs="numeric")
+_real_abs = _unary("abs", lambda xp, x: xp.abs(x), lambda g, x: g * sign(x),
+                   "Absolute value; its gradient at 0 is 0.", inputs="numeric")
+
+
+@tensor_method()
+def abs(input):
+    """Absolute value (the modulus of a complex number); its gradient at 0 is 0."""
+    if input._data.dtype.kind == "c":
+        from .complex_numbers import complex_abs
+
+        return complex_abs(input)
+    return _real_abs(input)
 class Relu(_Unary):
     """max(input, 0); its gradient at 0 is 0."""
 
@@ -712,6 +733,8 @@ Tensor.arcsin, Tensor.arccos, Tensor.arctan = Tensor.asin, Tensor.acos, Tensor.a
 
 
 class Neg(Function):
+    complex_grad = True
+
     def forward(self, x):
         return -x
 
@@ -722,7 +745,7 @@ class Neg(Function):
 @tensor_method("neg", "negative", "__neg__")
 def neg(input):
     """-input; not defined for bool tensors (use ~ or logical_not())."""
-    check_kind(input, "iuf", "neg", "use ~ or logical_not() to invert a bool tensor")
+    check_kind(input, "iufc", "neg", "use ~ or logical_not() to invert a bool tensor")
     return Neg.apply(input)
 
 

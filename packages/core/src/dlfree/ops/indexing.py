@@ -43,6 +43,8 @@ class Key(NamedTuple):
 class Index(Function):
     """`x[index]` for an advanced index (integer arrays and slices): a gathered copy."""
 
+    complex_grad = True
+
     def forward(self, x, index, unique):
         self.index, self.unique, self.src = index, unique, x.shape
         return x[index]
@@ -53,6 +55,8 @@ class Index(Function):
 
 class IndexBackward(Function):
     """Index's adjoint: zeros of the input's shape with `g` added at the index."""
+
+    complex_grad = True
 
     def forward(self, g, index, unique, shape):
         self.index, self.unique = index, unique

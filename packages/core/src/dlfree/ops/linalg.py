@@ -10,9 +10,10 @@ from .. import dtypes
 from ..autograd.autocasting import autocast_policy
 from ..autograd.function import Function
 from ..autograd.grad_mode import STATE
-from ..errors import AutogradError, DTypeError, ShapeError
+from ..errors import DTypeError, ShapeError
 from ..tensor import Tensor
 from ._util import check_float, normalize_dim, promote, sum_array_to, sum_to, tensor_method
+from .decomposition import singular_values
 from .reduction import amax, amin, vector_norm
 
 __all__ = ["matmul", "mm", "bmm", "dot", "outer", "ger", "einsum", "tensordot", "norm"]
@@ -30,6 +31,8 @@ class MatMul(Function):
     product too, instead of a batch of them summed.
     """
 
+    complex_grad = True
+
     def forward(self, a, b):
         na, nb = self.needs_input_grad or (False, False)
         self.saves = ((1,) if na else ()) + ((0,) if nb else ())
@@ -42,6 +45,10 @@ class MatMul(Function):
     def backward(self, g):
         na, nb = self.needs_input_grad
         saved = self.saved_tensors
+        if saved[0]._data.dtype.kind == "c":  # complex: the products with the conjugates
+            from .complex_numbers import conj
+
+            saved = tuple(conj(t) for t in saved)
         b = saved[0] if na else None
         a = saved[-1] if nb else None
         da, db = self.ndims
@@ -313,25 +320,6 @@ def tensordot(a, b, dims=2) -> Tensor:
 
 
 # ------------------------------------------------------------------------- norms
-class SingularValues(Function):
-    """Singular values of a batch of matrices, largest first.
-
-    Its gradient U diag(g) V^T holds the singular vectors fixed, which is exact to first
-    order only; building a graph for a second derivative through it is an error.
-    """
-
-    def forward(self, a):
-        self.u, s, self.vh = self.xp.linalg.svd(a, full_matrices=False)
-        return s
-
-    def backward(self, g):
-        if STATE.enabled:
-            raise AutogradError("linalg: second derivatives through singular values (matrix "
-                                "norms 'nuc', 2, -2) are not implemented")
-        u, vh = Tensor._make(self.u, g._device), Tensor._make(self.vh, g._device)
-        return ((u * g.unsqueeze(-2)) @ vh,)
-
-
 @autocast_policy("float32", dtype_arg="dtype")
 def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim: bool = False, *, dtype=None) -> Tensor:
     """Matrix norm over the two dims `dim`: 'fro', 'nuc', 1, -1, 2, -2, inf or -inf."""
@@ -349,7 +337,7 @@ def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim: bool = False, *, dtype=None
         return vector_norm(A, 2, (d0, d1), keepdim)
     if ord == "nuc" or ord in (2, -2):
         rest = [d for d in range(A.ndim) if d not in (d0, d1)]
-        s = SingularValues.apply(A.permute(*rest, d0, d1))
+        s = singular_values(A.permute(*rest, d0, d1))
         out = s.sum(-1) if ord == "nuc" else (amax if ord > 0 else amin)(s, -1)
         if keepdim:
             out = out.unsqueeze(min(d0, d1)).unsqueeze(max(d0, d1))

@@ -70,7 +70,7 @@ def _accumulate_as(input: Tensor, dtype) -> Tensor:
     """`input` in torch's accumulation dtype: `dtype` if given, int64 for bools and integers."""
     if dtype is not None:
         target = dtypes.as_dtype(dtype).np
-    elif dtypes.kind(input._data.dtype) != "f":
+    elif dtypes.kind(input._data.dtype) not in "fc":
         target = dtypes.int64.np
     else:
         return input
@@ -79,6 +79,8 @@ def _accumulate_as(input: Tensor, dtype) -> Tensor:
 
 # ----------------------------------------------------------------- sum and mean
 class Sum(Function):
+    complex_grad = True
+
     def forward(self, x, dims, keepdim):
         self.shape, self.dims, self.keepdim = x.shape, dims, keepdim
         return x.sum(axis=dims, keepdims=keepdim, dtype=dtypes.accumulator(x.dtype))
@@ -92,6 +94,8 @@ class Sum(Function):
 
 
 class Mean(Function):
+    complex_grad = True
+
     def forward(self, x, dims, keepdim):
         self.shape, self.dims, self.keepdim = x.shape, dims, keepdim
         self.count = _count(x.shape, dims)
@@ -117,7 +121,7 @@ def mean(input, dim=None, keepdim: bool = False, *, dtype=None) -> Tensor:
     """Arithmetic mean over `dim`; needs a floating dtype (or pass dtype=)."""
     if dtype is not None:
         input = input.to(dtype)
-    if dtypes.kind(input._data.dtype) != "f":
+    if dtypes.kind(input._data.dtype) not in "fc":
         raise DTypeError(f"mean: could not infer output dtype; input dtype is {input.dtype!r} "
                          "and mean needs a floating dtype: pass dtype= or call .float() first")
     return Mean.apply(input, dims=_dims(dim, input.ndim, "mean"), keepdim=keepdim)
@@ -188,6 +192,8 @@ def std_mean(input, dim=None, unbiased=None, keepdim: bool = False, *, correctio
 # ------------------------------------------------------------- cumsum and cumprod
 class CumSum(Function):
     """Running sum along `dim`, forward or from the end; each is the other's adjoint."""
+
+    complex_grad = True
 
     def forward(self, x, dim, reverse):
         self.dim, self.reverse = dim, reverse

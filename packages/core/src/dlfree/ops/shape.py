@@ -65,6 +65,8 @@ def _resolve_shape(shape: tuple, numel: int, src: tuple, op: str) -> tuple:
 
 # ------------------------------------------------------------------ reshape and view
 class Reshape(Function):
+    complex_grad = True
+
     def forward(self, x, shape):
         self.src = x.shape
         return x.reshape(shape)
@@ -168,6 +170,8 @@ def squeeze(input, dim=None) -> Tensor:
 
 # ------------------------------------------------------------ permutations (views)
 class Permute(Function):
+    complex_grad = True
+
     def forward(self, x, dims):
         self.dims = dims
         return x.transpose(dims)
@@ -256,6 +260,8 @@ moveaxis = movedim
 
 # ----------------------------------------------------------------- broadcasting
 class Expand(Function):
+    complex_grad = True
+
     def forward(self, x, shape):
         self.src = x.shape
         return self.xp.broadcast_to(x, shape)
@@ -326,6 +332,8 @@ def broadcast_tensors(*tensors) -> tuple:
 
 # ---------------------------------------------------------------- copies of data
 class Repeat(Function):
+    complex_grad = True
+
     def forward(self, x, reps):
         self.src, self.reps = x.shape, reps
         return self.xp.tile(x, reps)
@@ -360,6 +368,8 @@ def tile(input, *dims) -> Tensor:
 
 
 class Flip(Function):
+    complex_grad = True
+
     def forward(self, x, dims):
         self.dims = dims
         # NumPy's flip is a view with negative strides; torch's flip returns new memory
@@ -379,6 +389,8 @@ def flip(input, *args, dims=None) -> Tensor:
 
 
 class Roll(Function):
+    complex_grad = True
+
     def forward(self, x, shifts, dims):
         self.shifts, self.dims = shifts, dims
         return self.xp.roll(x, shifts, dims)
@@ -416,6 +428,8 @@ def _promoted(tensors: list, op: str) -> list:
 
 
 class Cat(Function):
+    complex_grad = True
+
     autocast = "promote"
 
     def forward(self, *arrays, dim):
@@ -454,6 +468,8 @@ concat = concatenate = cat
 
 
 class Stack(Function):
+    complex_grad = True
+
     autocast = "promote"
 
     def forward(self, *arrays, dim):
@@ -482,6 +498,8 @@ def stack(tensors, dim: int = 0) -> Tensor:
 class Slice(Function):
     """`x[key]` for a basic key (ints, slices, None; ending in ...): a view of x."""
 
+    complex_grad = True
+
     def forward(self, x, key):
         self.key, self.src = key, x.shape
         return x[key]
@@ -492,6 +510,8 @@ class Slice(Function):
 
 class SliceBackward(Function):
     """Slice's adjoint: zeros of the input's shape with the gradient written at the key."""
+
+    complex_grad = True
 
     def forward(self, g, key, shape):
         self.key = key
@@ -551,6 +571,8 @@ class Split(Function):
     pieces there are, with zeros only where a piece got no gradient.
     """
 
+    complex_grad = True
+
     def forward(self, x, keys, dim, unbound):
         self.keys, self.dim, self.unbound, self.shape = keys, dim, unbound, x.shape
         self.shapes = [x[key].shape for key in keys]
@@ -576,6 +598,8 @@ class Split(Function):
 
 class Piece(Function):
     """One output of `Split`, its input at `key`; its gradient goes to Split's backward."""
+
+    complex_grad = True
 
     def forward(self, whole, key, index):
         self.output_index = index
@@ -648,6 +672,8 @@ def _diagonal(xp, a, offset: int, dim1: int, dim2: int):
 
 
 class Diagonal(Function):
+    complex_grad = True
+
     def forward(self, x, offset, dim1, dim2):
         self.src, self.args = x.shape, (offset, dim1, dim2)
         return _diagonal(self.xp, x, offset, dim1, dim2)
@@ -658,6 +684,8 @@ class Diagonal(Function):
 
 class DiagonalScatter(Function):
     """Zeros of `shape` with the input written on a diagonal: Diagonal's adjoint."""
+
+    complex_grad = True
 
     def forward(self, x, shape, args):
         self.args = args

@@ -16,8 +16,8 @@ from .callbacks import (
     ReduceOnStall,
     TensorBoardLogger,
 )
-from .events import CallbackError, CallbackWarning
 from .dashboard import Monitor
+from .events import CallbackError, CallbackWarning
 from .history import History, Series
 from .state import TrainState
 from .state_file import ResumeWarning, read_checkpoint, write_checkpoint
