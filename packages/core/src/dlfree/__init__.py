@@ -6,7 +6,7 @@
 
 import sys as _sys
 from pkgutil import extend_path
-from types import ModuleType
+from typing import Any
 
 __path__ = extend_path(__path__, __name__)
 
@@ -105,13 +105,14 @@ _sys.modules[__name__ + ".cuda.amp"] = amp
 device = Device
 
 
-if dtypes.bfloat16 is not None:
-    bfloat16 = dtypes.bfloat16
 
 
-def __getattr__(name: str) -> ModuleType:
-    if name == "bfloat16":  # only reached without ml_dtypes
-        raise AttributeError(dtypes.BFLOAT16_MISSING)
+def __getattr__(name: str) -> Any:
+    if name == "bfloat16":  # made on first use (importing ml_dtypes is slow), see dtypes
+        try:
+            return dtypes.bfloat16_dtype()
+        except DTypeError as e:
+            raise AttributeError(str(e)) from None
     from .first_party import SUBPACKAGES
 
     if name in SUBPACKAGES:

@@ -8,13 +8,6 @@ import numpy as np
 
 from .errors import DTypeError
 
-try:  # bfloat16 is NumPy's through ml_dtypes, the extension JAX uses (dlfree[bfloat16])
-    import ml_dtypes
-
-    _BFLOAT16_NP: np.dtype | None = np.dtype(ml_dtypes.bfloat16)
-except ImportError:
-    _BFLOAT16_NP = None
-
 BFLOAT16_MISSING = ("bfloat16 needs the ml_dtypes package, which is not installed; install "
                     "it with: pip install 'dlfree[bfloat16]'")
 
@@ -22,14 +15,15 @@ BFLOAT16_MISSING = ("bfloat16 needs the ml_dtypes package, which is not installe
 def kind(np_dtype) -> str:
     """NumPy's kind letter of `np_dtype` ("b", "u", "i", "f"), with bfloat16 (which NumPy
     files under "V", as it does every extension dtype) counted as "f"."""
-    return "f" if np_dtype == _BFLOAT16_NP and _BFLOAT16_NP is not None else np_dtype.kind
+    letter = np_dtype.kind
+    return "f" if letter == "V" and np_dtype.name == "bfloat16" else letter
 
 
 def accumulator(np_dtype):
     """The dtype a sum over `np_dtype` accumulates in: float32 for bfloat16 (as torch does;
     its 8 significant bits would lose most of a long sum), else None (NumPy's choice). The
     op's result is bfloat16 again (see `Function.apply`)."""
-    return np.float32 if np_dtype == _BFLOAT16_NP and _BFLOAT16_NP is not None else None
+    return np.float32 if np_dtype.kind == "V" and np_dtype.name == "bfloat16" else None
 
 
 class DType:
@@ -67,12 +61,42 @@ float32 = DType("float32")
 float64 = DType("float64")
 complex64 = DType("complex64")
 complex128 = DType("complex128")
-bfloat16 = DType("bfloat16", _BFLOAT16_NP) if _BFLOAT16_NP is not None else None
-
-ALL = tuple(d for d in (bool_, uint8, int8, int16, int32, int64, float16, bfloat16, float32,
-                        float64, complex64, complex128) if d is not None)
+ALL = (bool_, uint8, int8, int16, int32, int64, float16, float32, float64, complex64, complex128)
 _by_name = {d.name: d for d in ALL}
 _by_np = {d.np: d for d in ALL}
+
+
+class _Bfloat16State:
+    """Whether bfloat16 has been made (`on`): `Function.apply` looks at bfloat16 results
+    only then, so programs that never use it pay one attribute read per op."""
+
+    on = False
+    dtype: DType | None = None
+
+
+BFLOAT16 = _Bfloat16State()
+
+
+def bfloat16_dtype() -> DType:
+    """`dl.bfloat16`, made on first use: importing ml_dtypes (the NumPy extension dtype JAX
+    uses, the `dlfree[bfloat16]` extra) takes longer than NumPy itself, so `import dlfree`
+    does not. Raises `DTypeError` saying how to install it when it is missing."""
+    if BFLOAT16.dtype is None:
+        try:
+            import ml_dtypes
+        except ImportError:
+            raise DTypeError(BFLOAT16_MISSING) from None
+        made = DType("bfloat16", ml_dtypes.bfloat16)
+        _by_name[made.name] = _by_np[made.np] = made
+        _complex_of[made.np] = complex64.np
+        BFLOAT16.dtype, BFLOAT16.on = made, True
+    return BFLOAT16.dtype
+
+
+def __getattr__(name: str) -> DType:
+    if name == "bfloat16":  # dtypes.bfloat16, made on first use
+        return bfloat16_dtype()
+    raise AttributeError(f"module 'dlfree.dtypes' has no attribute {name!r}")
 _aliases = {
     "half": float16, "float": float32, "double": float64, "short": int16,
     "int": int32, "long": int64, "bool": bool_, "cfloat": complex64, "cdouble": complex128,
@@ -80,8 +104,6 @@ _aliases = {
 # the complex dtype holding a floating dtype's pairs (NumPy has no complex32 for float16)
 _complex_of = {float16.np: complex64.np, float32.np: complex64.np,
                float64.np: complex128.np}
-if bfloat16 is not None:
-    _complex_of[bfloat16.np] = complex64.np
 
 _default_float = [float32]
 
@@ -115,12 +137,13 @@ def as_dtype(spec) -> DType:
         return complex128 if _default_float[0] is float64 else complex64
     if isinstance(spec, str) and spec in _aliases:
         return _aliases[spec]
-    if spec == "bfloat16" and bfloat16 is None:
-        raise DTypeError(BFLOAT16_MISSING)
+    if spec == "bfloat16" or getattr(spec, "__name__", None) == "bfloat16" or \
+            getattr(spec, "name", None) == "bfloat16":  # the name, ml_dtypes' type or dtype
+        return bfloat16_dtype()
     try:
         return _by_np[np.dtype(spec)]
     except (TypeError, KeyError):
-        valid = ", ".join(d.name for d in ALL)
+        valid = ", ".join(d.name for d in (*ALL, BFLOAT16.dtype) if d is not None)
         raise DTypeError(f"unsupported dtype {spec!r}; valid: {valid}") from None
 
 
@@ -129,6 +152,8 @@ def from_np(np_dtype) -> DType:
     try:
         return _by_np[np_dtype]
     except KeyError:
+        if getattr(np_dtype, "name", "") == "bfloat16":  # made by ml_dtypes before we did
+            return bfloat16_dtype()
         valid = ", ".join(d.name for d in ALL)
         raise DTypeError(f"arrays of dtype {np_dtype} are not supported; valid: {valid}") from None
 
@@ -199,6 +224,6 @@ def _promote_pair(a: np.dtype, b: np.dtype) -> np.dtype:
     ca, cb = _by_np[a].category, _by_np[b].category
     if ca != cb and ca + cb != 5:  # complex with floating: the wider of both, as NumPy's
         return a if ca > cb else b
-    if _BFLOAT16_NP in (a, b) and np.dtype(np.float16) in (a, b):
+    if {a.name, b.name} == {"bfloat16", "float16"}:
         return np.dtype(np.float32)  # torch's rule; neither holds the other's values
     return np.promote_types(a, b)

@@ -8,8 +8,8 @@ from .. import dtypes
 from ..autograd.autocast_state import AUTOCAST, snapshot, use_settings
 from ..errors import DTypeError
 
-# bfloat16 through ml_dtypes, on the CPU only: CuPy has no bfloat16.
-_LOWER_DTYPES = tuple(d for d in (dtypes.float16, dtypes.bfloat16) if d is not None)
+# float16, and bfloat16 through ml_dtypes on the CPU only (CuPy has no bfloat16)
+_LOWER_DTYPES = ("float16", "bfloat16")
 
 
 class autocast:
@@ -40,10 +40,10 @@ class autocast:
         if device_type is not None:
             _check_device_type(device_type)
         dtype = dtypes.float16 if dtype is None else dtypes.as_dtype(dtype)
-        if dtype not in _LOWER_DTYPES:
+        if dtype.name not in _LOWER_DTYPES:
             raise DTypeError(f"autocast: dtype must be dlfree.float16 or dlfree.bfloat16, got "
                              f"{dtype!r}")
-        if dtype is dtypes.bfloat16 and device_type == "cuda":
+        if dtype.name == "bfloat16" and device_type == "cuda":
             raise DTypeError("autocast: bfloat16 regions run on the CPU only (CuPy has no "
                              "bfloat16); use dtype=dlfree.float16 on cuda")
         self.device_type = device_type

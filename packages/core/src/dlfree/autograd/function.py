@@ -5,7 +5,7 @@ from __future__ import annotations
 import threading
 import traceback
 
-from ..dtypes import bfloat16, float32
+from ..dtypes import BFLOAT16, bfloat16_dtype, float32
 from ..errors import AutogradError, DeviceError, DTypeError, ShapeError
 from ..tensor import Tensor
 from .autocast_state import AUTOCAST
@@ -97,11 +97,11 @@ class Function:
             raise error from e
         if type(out) is not device.array_type:
             out = device.xp.asarray(out)
-        if _BFLOAT16 is not None and out.dtype == _FLOAT32 and cls.keeps_bfloat16 and \
+        if BFLOAT16.on and out.dtype == _FLOAT32 and cls.keeps_bfloat16 and \
                 _bfloat16_op(inputs):
             # ml_dtypes multiplies bfloat16 matrices into float32; torch keeps bfloat16 in
             # and out, and so does every op here, whatever its kernel returned
-            out = out.astype(_BFLOAT16)
+            out = out.astype(bfloat16_dtype().np)
         result = _make(out, device)
         if record:
             if out.dtype.kind == "c" and not cls.complex_grad:
@@ -208,7 +208,6 @@ def broadcast_error(op: str, shapes: list) -> ShapeError | None:
 
 
 _make = Tensor._make  # a global: one lookup fewer in the hot Function.apply
-_BFLOAT16 = bfloat16.np if bfloat16 is not None else None
 _FLOAT32 = float32.np
 
 
@@ -218,7 +217,7 @@ def _bfloat16_op(inputs) -> bool:
     seen = False
     for t in inputs:
         dt = t._data.dtype
-        if dt == _BFLOAT16:
+        if dt.kind == "V" and dt.name == "bfloat16":
             seen = True
         elif dt.kind == "f":
             return False

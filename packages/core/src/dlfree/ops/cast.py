@@ -109,9 +109,7 @@ for _name, _dt in [("float", dtypes.float32), ("double", dtypes.float64),
 @tensor_method()
 def bfloat16(self) -> Tensor:
     """This tensor as bfloat16 (itself if it already is); needs ml_dtypes."""
-    if dtypes.bfloat16 is None:
-        raise DTypeError(dtypes.BFLOAT16_MISSING)
-    return to(self, dtypes.bfloat16)
+    return to(self, dtypes.bfloat16_dtype())
 
 
 @tensor_method()
