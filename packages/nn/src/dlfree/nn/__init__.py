@@ -2,7 +2,7 @@
 
 from dlfree import Parameter
 
-from . import init, parallel
+from . import graph, init, parallel
 from .attention import MultiheadAttention
 from .containers import (
     Identity,
@@ -12,6 +12,7 @@ from .containers import (
     ParameterList,
     Sequential,
 )
+from .graph import FlowBuilder, Graph
 
 # The layers and losses (dlfree.nn.layers), a star import per family rather than one of
 # .layers: a type checker reads only literal __all__ lists, and layers' is computed.

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dlfree import hookimpl
 
-from . import attention, containers, layers, recurrent, transformer
+from . import attention, containers, graph, layers, recurrent, transformer
 from .init import INITIALIZERS
 
 # Modules built from other modules or from config alone, registered beside the layers
@@ -16,6 +16,7 @@ _STRUCTURAL = (
     (attention, ("MultiheadAttention",)),
     (transformer, ("TransformerEncoderLayer", "TransformerEncoder", "TransformerDecoderLayer",
                    "TransformerDecoder", "Transformer")),
+    (graph, graph.NODES),
 )
 
 
