@@ -37,7 +37,7 @@ def step_times(graph, profile) -> dict[str, float]:
             index(inner, f"{path}.{sub}" if path else sub, (*chain, sub.split(".")[0]))
     index(graph, "", ())
     times: dict[str, float] = {}
-    for event in profile.events:
+    for event in profile.events():
         if event.kind != "range" or not event.name.startswith("graph:"):
             continue
         names = []

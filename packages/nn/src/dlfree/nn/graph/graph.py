@@ -139,11 +139,11 @@ class Graph(GraphTree, GraphObservation, GraphDiagrams, Module):
         """The step as a closure `(x, last, env) -> (x, last)`."""
         kind = step["kind"]
         if kind == "tag":
-            name, observations = step["name"], self._observations
+            name, observations, graph = step["name"], self._observations, self
 
             def tag(x, last, env):
                 env[name] = last
-                if name in observations.collecting:
+                if name in observations.collecting and graph.training:
                     observations.add(name, last)
                 return x, last
             return tag

@@ -76,9 +76,10 @@ class GraphObservation:
         yield from self.named_subgraphs()
 
     def collect(self, *tags: str, reduce="mean"):
-        """Accumulate the values of tags (graph paths, nested ones included) once per batch,
-        each reduced to a scalar by `reduce` ("mean", "sum", "max", "min", "norm" or a
-        callable tensor -> number); `flush()` averages them into the epoch. Returns self."""
+        """Accumulate the values of tags (graph paths, nested ones included) once per batch
+        in training mode, each reduced to a scalar by `reduce` ("mean", "sum", "max", "min",
+        "norm" or a callable tensor -> number); `flush()` averages them into the epoch.
+        Returns self."""
         if isinstance(reduce, str):
             if reduce not in REDUCTIONS:
                 raise GraphError(f"collect(reduce={reduce!r}): valid reductions are "

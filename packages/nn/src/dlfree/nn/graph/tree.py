@@ -5,6 +5,7 @@ groups and checkpoints by part (`load_subgraph`, checked by name space and struc
 
 from __future__ import annotations
 
+import difflib
 import hashlib
 import json
 from dataclasses import dataclass
@@ -179,11 +180,13 @@ class GraphTree:
         missing = [k for k in own if k not in weights]
         extra = [k for k in weights if k not in own]
         if missing:
-            problems.append("the graph's part has " + ", ".join(
-                f"{k!r} (the file has{closest(k, extra) if extra else ' nothing near it'})"
-                for k in missing) + " the file lacks")
+            problems.append("names the part has and the file lacks: " + ", ".join(
+                repr(k) + "".join(f" (the file has {near!r})" for near in
+                                  difflib.get_close_matches(k, extra, n=1, cutoff=0.5))
+                for k in missing))
         if extra:
-            problems.append(f"the file has {', '.join(map(repr, extra))} the part lacks")
+            problems.append(f"names the file has and the part lacks: "
+                            f"{', '.join(map(repr, extra))}")
         if "architecture" not in metadata:
             problems.append("the file holds tensors only, no architecture to check the "
                             "structure against (save the component with dl.save)")
