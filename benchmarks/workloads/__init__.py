@@ -28,14 +28,19 @@ from . import (
     cnn_step,
     conv2d,
     ddp_mlp,
+    feedback_fixed,
+    gated_routing,
     gpt_generation,
+    iterative_refine,
     lamb_step,
     map_eval,
     minilm_inference,
     mlp_step,
     op_overhead,
+    residual_tower,
 )
 
 WORKLOADS = {module.NAME: module
              for module in (op_overhead, mlp_step, cnn_step, conv2d, attention_block, adamw_step,
-                            lamb_step, map_eval, minilm_inference, gpt_generation, ddp_mlp)}
+                            lamb_step, map_eval, minilm_inference, gpt_generation, ddp_mlp,
+                            residual_tower, gated_routing, iterative_refine, feedback_fixed)}
