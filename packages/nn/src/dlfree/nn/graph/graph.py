@@ -53,6 +53,7 @@ class Graph(GraphTree, GraphObservation, GraphDiagrams, Module):
         self._state: dict = {}
         self._shapes: dict[int, tuple] | None = None  # step -> output shape, after a call
         self._observations = Observations()
+        self._values: dict = {}  # the tags and inputs of the last call
         self._register(init)
         self._ops = [self._compile(i, step) for i, step in enumerate(self.steps)]
 
@@ -202,7 +203,20 @@ class Graph(GraphTree, GraphObservation, GraphDiagrams, Module):
                 x, last = op(x, last, env)
         if self._forward_names:
             self._state = {name: env[name] for name in self._forward_names}
+        self._values = env
         return x
+
+    def tagged(self, path: str):
+        """The value a tag (or input) held in the last call, by graph path (`"aux"`, or
+        `"encoder.scan.hidden"` in a nested graph): how a loss reads a fork's output."""
+        info = self.validate_path(path)
+        if info.kind not in ("tag", "input"):
+            raise GraphError(f"tagged({path!r}): that path is a {info.kind}, not a tag")
+        graph = self.graph_at(info.owner)
+        name = path.rpartition(".")[2]
+        if name not in graph._values:
+            raise GraphError(f"tagged({path!r}): the graph holding it has not run yet")
+        return graph._values[name]
 
     def _check_inputs(self, inputs: dict) -> None:
         declared = ", ".join(self.inputs) or "none"

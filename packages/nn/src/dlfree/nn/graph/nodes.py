@@ -179,27 +179,27 @@ class Switch(Module):
             if choice.ndim != 1 or choice.shape[0] != x.shape[0]:
                 raise ShapeError(f"switch(): per-sample choices must be ({x.shape[0]},), got "
                                  f"shape {tuple(choice.shape)}")
-            rows = choice.numpy()
+            rows = [int(r) for r in choice.tolist()]
+            bad = [r for r in rows if not 0 <= r < count]
         else:
             rows = int(choice.item() if isinstance(choice, Tensor) else choice)
-        low = int(rows.min()) if not isinstance(rows, int) else rows
-        high = int(rows.max()) if not isinstance(rows, int) else rows
-        if low < 0 or high >= count:
-            raise GraphError(f"switch(): the selector chose branch {high if high >= count else low}"
-                             f", valid choices are 0..{count - 1}")
+            bad = [] if 0 <= rows < count else [rows]
+        if bad:
+            raise GraphError(f"switch(): the selector chose branch {bad[0]}, valid choices are "
+                             f"0..{count - 1}")
         return rows
 
     def forward(self, x, *refs):
         rows = self._choices(x)
         if isinstance(rows, int):
             return self.branches[rows](x, *refs)
-        chosen = sorted(set(rows.tolist()))
+        chosen = sorted(set(rows))
         if len(chosen) == 1:
             return self.branches[chosen[0]](x, *refs)
         order, parts = [], []
         for b in chosen:
-            picked = (rows == b).nonzero()[0]
-            order.extend(picked.tolist())
+            picked = [i for i, r in enumerate(rows) if r == b]
+            order.extend(picked)
             index = dl.tensor(picked, device=x.device)
             parts.append(self.branches[b](x.index_select(0, index),
                                           *(r.index_select(0, index) for r in refs)))
