@@ -82,7 +82,8 @@ def main(argv=None) -> None:
     pretrain = FlowBuilder.from_(alone).label("encoder").through(nn.Linear(WIDTH, CLASSES)) \
         .build()
     train(pretrain, points, labels, args.epochs, lr=1e-2)
-    print(f"encoder alone: held-out accuracy {100 * accuracy(pretrain, test_points, test_labels):.1f}%")
+    alone_accuracy = accuracy(pretrain, test_points, test_labels)
+    print(f"encoder alone: held-out accuracy {100 * alone_accuracy:.1f}%")
     path = out / "encoder.safetensors"
     dl.save(alone, path)
 
@@ -95,7 +96,7 @@ def main(argv=None) -> None:
           f"(structural hash {model.structural_hash('encoder')})")
     model.freeze("encoder")
     frozen = [p.numpy().copy() for p in model.parameters_at("encoder")]
-    thawed_at = []
+    thawed_at: list[int] = []
 
     def on_epoch(loss: float) -> bool:
         model.record("loss", loss)
