@@ -45,6 +45,8 @@ environment = _load("bench_environment", BENCHMARKS / "environment.py")
 WORKLOADS["map_eval"].IMAGES = 100
 WORKLOADS["minilm_inference"].BATCH = 4
 WORKLOADS["gpt_generation"].NEW_TOKENS = 8
+for _graph_workload in ("residual_tower", "gated_routing", "iterative_refine", "feedback_fixed"):
+    WORKLOADS[_graph_workload].WIDTH, WORKLOADS[_graph_workload].BATCH = 32, 8
 
 
 def _reference_name(module) -> str:

@@ -184,3 +184,18 @@ def test_graphs_nest_and_move():
     outer.to(dl.float64)
     out = outer(dl.randn(2, 2, dtype=dl.float64))
     assert out.dtype == dl.float64
+
+
+def test_a_graph_moved_to_a_device_computes_what_it_does_on_the_cpu(device, tmp_path):
+    graph = _every_construct()
+    path = tmp_path / "graph.safetensors"
+    dl.save(graph, path)
+    moved = dl.load(path, device=device)
+    x = dl.randn(3, 4)
+    for _ in range(2):  # the second call reads the carried state on the device
+        out = moved(x.to(device))
+        assert out.device.type == dl.Device(device).type
+        np.testing.assert_allclose(out.detach().cpu().numpy(), graph(x).detach().numpy(),
+                                   rtol=1e-5, atol=1e-6)
+    out.sum().backward()
+    assert all(p.grad is not None for p in moved.parameters_at("encoder"))
