@@ -199,3 +199,16 @@ def test_a_graph_moved_to_a_device_computes_what_it_does_on_the_cpu(device, tmp_
                                    rtol=1e-5, atol=1e-6)
     out.sum().backward()
     assert all(p.grad is not None for p in moved.parameters_at("encoder"))
+
+
+def test_a_nested_graph_receives_tagged_values_as_its_declared_inputs():
+    inner = FlowBuilder.from_(nn.Linear(3, 3)).input("context").using("context") \
+        .through(nn.Bilinear(3, 3, 3)).build()
+    outer = FlowBuilder.from_(nn.Linear(2, 3)).tag("start").using("start").through(inner) \
+        .build()
+    x = dl.randn(4, 2)
+    start = outer.get_submodule("0")(x)
+    expected = inner(start, context=start)
+    np.testing.assert_allclose(outer(x).detach().numpy(), expected.detach().numpy(), rtol=1e-6)
+    with pytest.raises(GraphError, match=r"2 values after the stream; it declares 1 input"):
+        inner(x, start, start)

@@ -27,11 +27,10 @@ _OPENER = {closer: opener for opener, closers in _CLOSERS.items() for closer in 
 
 
 def _describe(method: str, args: tuple) -> str:
-    shown = ", ".join(a if isinstance(a, str) and method in ("tag", "using", "input", "label",
-                                                            "merge", "over")
-                      else repr(a) if isinstance(a, (str, int, float)) else type(a).__name__
-                      for a in args)
-    return f".{method}({shown})"
+    """A recorded call as the user wrote it, modules by type: `.merge(add)`."""
+    shown = [a if isinstance(a, str) else repr(a) if isinstance(a, int | float)
+             else type(a).__name__ for a in args]
+    return f".{method}({', '.join(shown)})"
 
 
 class FlowBuilder:

@@ -58,7 +58,7 @@ def step_times(graph, profile) -> dict[str, float]:
 class _Dot:
     """Writes the DOT statements of one diagram; ids are n0, n1, ..."""
 
-    def __init__(self, graph, times: dict[str, float]):
+    def __init__(self, times: dict[str, float]):
         self.lines: list[str] = []
         self.count = 0
         self.times = times
@@ -175,7 +175,7 @@ class GraphDiagrams:
     def to_dot(self, profile=None) -> str:
         """The graph as Graphviz DOT text; with a `dlfree.profiler.profile` that ran the
         graph, steps are coloured by their share of the slowest step's time."""
-        dot = _Dot(self, step_times(self, profile) if profile is not None else {})
+        dot = _Dot(step_times(self, profile) if profile is not None else {})
         dot.graph(self, "")
         return "\n".join(["digraph G {", "  rankdir=TB;",
                           '  node [fontname="Helvetica", fontsize=10];',

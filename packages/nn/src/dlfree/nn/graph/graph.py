@@ -39,7 +39,8 @@ def _shape(value):
 
 class Graph(GraphTree, GraphObservation, GraphDiagrams, Module):
     """A data-flow graph of modules; build it with `FlowBuilder`, call it as
-    `graph(x, **inputs)` with the auxiliary inputs it declares."""
+    `graph(x, **inputs)` with the auxiliary inputs it declares (or positionally, in
+    declared order, as a step that is given tagged values calls it)."""
 
     def __init__(self, steps, inputs=(), init=None):
         super().__init__()
@@ -190,7 +191,13 @@ class Graph(GraphTree, GraphObservation, GraphDiagrams, Module):
         return value
 
     # ------------------------------------------------------------------- calling
-    def forward(self, x, **inputs):
+    def forward(self, x, *args, **inputs):
+        if args:  # positional auxiliary inputs, in declared order (a graph as a step `using`)
+            if len(args) > len(self.inputs):
+                raise GraphError(f"graph called with {len(args)} values after the stream; it "
+                                 f"declares {len(self.inputs)} input(s): "
+                                 f"{', '.join(self.inputs) or 'none'}")
+            inputs.update(zip(self.inputs, args))
         if inputs.keys() != set(self.inputs):
             self._check_inputs(inputs)
         env = dict(inputs)
