@@ -19,8 +19,7 @@ from __future__ import annotations
 
 import dlfree as dl
 from dlfree import Tensor
-from dlfree.autograd.function import PROFILING
-from dlfree.profiler import record_function
+from dlfree.profiler import is_profiling, record_function
 
 from ..module import Module
 from .diagrams import GraphDiagrams
@@ -202,7 +201,7 @@ class Graph(GraphTree, GraphObservation, GraphDiagrams, Module):
             self._check_inputs(inputs)
         env = dict(inputs)
         env.update(self._state)
-        if self._shapes is None or PROFILING.hook is not None:
+        if self._shapes is None or is_profiling():
             x = self._run_checked(x, env)
         else:
             last = x
@@ -239,7 +238,7 @@ class Graph(GraphTree, GraphObservation, GraphDiagrams, Module):
         """The plan, step by step, naming the step that fails and recording shapes."""
         shapes = {}
         last = x
-        profiling = PROFILING.hook is not None
+        profiling = is_profiling()
         for i, op in enumerate(self._ops):
             before = _shape(x)
             try:
