@@ -16,7 +16,6 @@ _STRUCTURAL = (
     (attention, ("MultiheadAttention",)),
     (transformer, ("TransformerEncoderLayer", "TransformerEncoder", "TransformerDecoderLayer",
                    "TransformerDecoder", "Transformer")),
-    (graph, graph.NODES),
 )
 
 
@@ -27,6 +26,9 @@ def dlfree_register_layers(register):
     for module, names in _STRUCTURAL:
         for name in names:
             register(getattr(module, name))
+    # under "graph.<class>", so a user's own layer called Gate or Loop never clashes
+    for name in graph.NODES:
+        register(getattr(graph, name), f"graph.{name}")
 
 
 @hookimpl

@@ -13,5 +13,5 @@ from .tree import PathInfo, structural_hash
 __all__ = ["FlowBuilder", "Graph", "GraphError", "PathInfo", "Split", "Loop", "Gate",
            "Switch", "Map", "MERGES", "REDUCTIONS", "structural_hash", "step_times"]
 
-# the node classes a model file names, registered as layers by dlfree.nn's plugin
+# the classes a model file names, registered by dlfree.nn's plugin as layers "graph.<name>"
 NODES = ("Graph", "Split", "Loop", "Gate", "Switch", "Map")
