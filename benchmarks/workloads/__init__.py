@@ -29,17 +29,22 @@ from . import (
     conv2d,
     dashboard_idle,
     ddp_mlp,
+    feedback_fixed,
     gat_step,
+    gated_routing,
     gcn_step,
     gpt_generation,
+    iterative_refine,
     lamb_step,
     map_eval,
     minilm_inference,
     mlp_step,
     op_overhead,
+    residual_tower,
 )
 
 WORKLOADS = {module.NAME: module
              for module in (op_overhead, mlp_step, cnn_step, conv2d, attention_block, adamw_step,
                             lamb_step, map_eval, minilm_inference, gpt_generation, ddp_mlp,
-                            gcn_step, gat_step, dashboard_idle)}
+                            gcn_step, gat_step, dashboard_idle, residual_tower, gated_routing,
+                            iterative_refine, feedback_fixed)}

@@ -150,3 +150,22 @@ def test_capsnet_digits_learns_in_one_short_epoch():
     out = run_example("capsnet_digits.py", "--epochs", "1", "--limit", "128")
     accuracy = numbers(r"held-out accuracy (\d+\.\d)%", out)
     assert accuracy and accuracy[0] > 40.0, out  # ten classes: guessing gets a tenth
+
+
+def test_graph_builder_trains_a_graph_using_every_construct(tmp_path):
+    dot = tmp_path / "graph.dot"
+    out = run_example("graph_builder.py", "--epochs", "6", "--dot", str(dot))
+    first, last = numbers(r"epoch \d+: loss (\d+\.\d+)", out)
+    assert last < 0.8 * first, out
+    assert numbers(r"held-out accuracy (\d+\.\d)%", out)[0] > 65, out
+    assert "refine: node (Loop) in the root graph" in out
+    text = dot.read_text()
+    assert text.startswith("digraph") and 'label="previous call"' in text
+
+
+def test_progressive_loads_a_saved_encoder_freezes_then_thaws_it(tmp_path):
+    out = run_example("progressive.py", "--epochs", "20", "--out", str(tmp_path))
+    alone, larger = numbers(r"held-out accuracy (\d+\.\d)%", out)
+    assert (tmp_path / "encoder.safetensors").exists()
+    assert "thawing the encoder (unchanged while frozen: True)" in out, out
+    assert alone > 85 and larger > 85, out

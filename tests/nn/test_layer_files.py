@@ -7,6 +7,7 @@ from __future__ import annotations
 import dlfree as dl
 import dlfree.nn as nn
 from dlfree.nn import capsules, geometric
+from dlfree.nn.graph import NODES
 
 import numpy as np
 import pytest
@@ -69,5 +70,6 @@ def test_every_registered_layer_and_loss_is_in_a_table():
         # checked against PyG in tests/nn/geometric/ and against the paper's equations in
         # tests/nn/test_capsules.py, model files included
         tested_elsewhere |= set(geometric.LAYERS) | set(capsules.LAYERS) | set(capsules.LOSSES)
+        tested_elsewhere |= {f"graph.{name}" for name in NODES}  # tests/nn/graph
         missing = sorted(set(ours) - covered - tested_elsewhere)
         assert not missing, f"{kind} without a parity row: {missing}"

@@ -2,6 +2,6 @@
 a text table and a Chrome trace (torch.profiler's user-facing shape, simplified)."""
 
 from .events import Event, EventAverage
-from .profile import profile, record_function
+from .profile import is_profiling, profile, record_function
 
-__all__ = ["Event", "EventAverage", "profile", "record_function"]
+__all__ = ["Event", "EventAverage", "is_profiling", "profile", "record_function"]

@@ -109,6 +109,12 @@ class profile:
         write_chrome_trace(path, recorder.events, recorder.start_ns)
 
 
+def is_profiling() -> bool:
+    """Whether a `profile` is recording on this process now (code that marks its own
+    ranges, such as a graph's steps, takes a slower, annotated path only then)."""
+    return PROFILING.hook is not None
+
+
 class record_function:
     """A named range: a context manager or a function decorator. Inside a `profile` it is
     an event of kind "range" in the table and the trace, and the ops run inside it nest

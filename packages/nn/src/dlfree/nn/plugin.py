@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dlfree import hookimpl
 
-from . import attention, capsules, containers, geometric, layers, recurrent, transformer
+from . import attention, capsules, containers, geometric, graph, layers, recurrent, transformer
 from .init import INITIALIZERS
 
 # Modules built from other modules or from config alone, registered beside the layers
@@ -28,6 +28,9 @@ def dlfree_register_layers(register):
     for module, names in _STRUCTURAL:
         for name in names:
             register(getattr(module, name))
+    # under "graph.<class>", so a user's own layer called Gate or Loop never clashes
+    for name in graph.NODES:
+        register(getattr(graph, name), f"graph.{name}")
 
 
 @hookimpl

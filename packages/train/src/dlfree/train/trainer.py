@@ -419,6 +419,15 @@ class Trainer:
         if self.scheduler is not None and self.scheduler_interval == "step":
             self.scheduler.step()
 
+    def _flush_model_records(self) -> dict[str, float]:
+        """Close the epoch of a model that records values by path (a dlfree.nn `Graph`:
+        `flush()` and `recorded_paths()`), found by duck typing: those values join the
+        history and the report under their paths."""
+        flush = getattr(self.model, "flush", None)
+        if not (callable(flush) and callable(getattr(self.model, "recorded_paths", None))):
+            return {}
+        return {str(name): float(value) for name, value in flush().items()}
+
     def _end_epoch(self, val_data) -> None:
         epoch, progress = self.state.epoch, self.progress
         logs: dict[str, float] = {}
@@ -443,7 +452,9 @@ class Trainer:
             self._emit("dlfree_train_validation_end", trainer=self, metrics=dict(metrics))
             logs.update(metrics)
         self._consistent = False
-        for name in ("loss", "lr"):
+        records = self._flush_model_records()
+        logs.update(records)
+        for name in ("loss", "lr", *records):
             if name in logs:
                 self.history.log(name, logs[name], self.state.global_step)
         if self.scheduler is not None and self.scheduler_interval == "epoch":
