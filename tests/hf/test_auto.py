@@ -13,17 +13,19 @@ from dlfree.hf.configuration import positive_int
 import attrs
 import numpy as np
 import pytest
+from support.hf_oracle import ENCODER_FAMILIES
 
 pytest.importorskip("transformers")
 
 AUTO = {"base": hf.AutoModel, "masked_lm": hf.AutoModelForMaskedLM,
         "sequence_classification": hf.AutoModelForSequenceClassification,
         "token_classification": hf.AutoModelForTokenClassification,
-        "question_answering": hf.AutoModelForQuestionAnswering}
+        "question_answering": hf.AutoModelForQuestionAnswering,
+        "multiple_choice": hf.AutoModelForMultipleChoice}
 
 
 def test_families_are_registered_by_dlfree_hf():
-    for family in ("bert", "roberta", "distilbert"):
+    for family in ENCODER_FAMILIES:
         assert dl.registry.architectures.provider(family)["distribution"] == "dlfree-hf"
         arch = dl.registry.architectures.get(family)
         assert set(arch.heads) == set(AUTO)

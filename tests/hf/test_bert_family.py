@@ -1,4 +1,4 @@
-"""BERT, RoBERTa and DistilBERT with every head against transformers: outputs with padded
+"""BERT, RoBERTa, DistilBERT, XLM-RoBERTa and ALBERT with every head against transformers: outputs with padded
 inputs, hidden states, float64 loading, losses, gradients through tied embeddings."""
 
 from __future__ import annotations
@@ -30,7 +30,8 @@ def test_outputs_match_transformers(oracle, encoder_family, encoder_head, sharde
     ours = oracle.run_dl(model, inputs, output_hidden_states=True)
     expected = oracle.run_hf(theirs, inputs, output_hidden_states=True)
     oracle.assert_same_outputs(ours, expected, encoder_head)
-    assert len(ours.hidden_states) == len(expected.hidden_states) == 3
+    runs = 7 if encoder_family == "albert" else 3  # the input and each layer run's output
+    assert len(ours.hidden_states) == len(expected.hidden_states) == runs
     for k, (a, b) in enumerate(zip(ours.hidden_states, expected.hidden_states)):
         oracle.assert_close(a, b, what=f"hidden_states[{k}]")
     if encoder_head == "base" and encoder_family != "distilbert":
@@ -135,6 +136,8 @@ def test_gradients_through_tied_embeddings(oracle, encoder_family):
     base = getattr(model, model.base_model_prefix)
     decoder = {"bert": lambda: model.cls.predictions.decoder,
                "roberta": lambda: model.lm_head.decoder,
+               "xlm-roberta": lambda: model.lm_head.decoder,
+               "albert": lambda: model.predictions.decoder,
                "distilbert": lambda: model.vocab_projector}[encoder_family]()
     assert decoder.weight is base.embeddings.word_embeddings.weight
     inputs = oracle.inputs(encoder_family)

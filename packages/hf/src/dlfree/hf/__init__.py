@@ -5,6 +5,7 @@ from .auto import (
     AutoModel,
     AutoModelForCausalLM,
     AutoModelForMaskedLM,
+    AutoModelForMultipleChoice,
     AutoModelForQuestionAnswering,
     AutoModelForSequenceClassification,
     AutoModelForTokenClassification,
@@ -12,9 +13,19 @@ from .auto import (
 from .configuration import PretrainedConfig
 from .generation import GenerationMixin, KVCache
 from .modeling import LoadReport, ModelOutput, PreTrainedModel
+from .models.albert import (
+    AlbertConfig,
+    AlbertForMaskedLM,
+    AlbertForMultipleChoice,
+    AlbertForQuestionAnswering,
+    AlbertForSequenceClassification,
+    AlbertForTokenClassification,
+    AlbertModel,
+)
 from .models.bert import (
     BertConfig,
     BertForMaskedLM,
+    BertForMultipleChoice,
     BertForQuestionAnswering,
     BertForSequenceClassification,
     BertForTokenClassification,
@@ -23,6 +34,7 @@ from .models.bert import (
 from .models.distilbert import (
     DistilBertConfig,
     DistilBertForMaskedLM,
+    DistilBertForMultipleChoice,
     DistilBertForQuestionAnswering,
     DistilBertForSequenceClassification,
     DistilBertForTokenClassification,
@@ -55,10 +67,20 @@ from .models.qwen2 import (
 from .models.roberta import (
     RobertaConfig,
     RobertaForMaskedLM,
+    RobertaForMultipleChoice,
     RobertaForQuestionAnswering,
     RobertaForSequenceClassification,
     RobertaForTokenClassification,
     RobertaModel,
+)
+from .models.xlm_roberta import (
+    XLMRobertaConfig,
+    XLMRobertaForMaskedLM,
+    XLMRobertaForMultipleChoice,
+    XLMRobertaForQuestionAnswering,
+    XLMRobertaForSequenceClassification,
+    XLMRobertaForTokenClassification,
+    XLMRobertaModel,
 )
 from .tokenizer import AutoTokenizer, BatchEncoding, PreTrainedTokenizer
 from .version import __version__

@@ -13,7 +13,8 @@ from .hub import read_config, resolve_folder
 
 __all__ = ["AutoConfig", "AutoModel", "AutoModelForMaskedLM",
            "AutoModelForSequenceClassification", "AutoModelForTokenClassification",
-           "AutoModelForQuestionAnswering", "AutoModelForCausalLM", "architecture_for"]
+           "AutoModelForQuestionAnswering", "AutoModelForMultipleChoice", "AutoModelForCausalLM",
+           "architecture_for"]
 
 
 def architecture_for(model_type, where: str = "the config"):
@@ -111,6 +112,10 @@ class AutoModelForTokenClassification(_AutoModel):
 
 class AutoModelForQuestionAnswering(_AutoModel):
     head = "question_answering"
+
+
+class AutoModelForMultipleChoice(_AutoModel):
+    head = "multiple_choice"
 
 
 class AutoModelForCausalLM(_AutoModel):

@@ -26,6 +26,7 @@ from .hub import read_config, read_weights, resolve_folder, write_weights
 __all__ = ["PreTrainedModel", "LoadReport", "ModelOutput", "BaseModelOutput",
            "BaseModelOutputWithPooling", "BaseModelOutputWithPast", "MaskedLMOutput",
            "SequenceClassifierOutput", "TokenClassifierOutput", "QuestionAnsweringModelOutput",
+           "MultipleChoiceModelOutput",
            "CausalLMOutputWithPast", "ACTIVATIONS", "get_activation", "embedding", "padding_mask",
            "sequence_classification_loss", "token_classification_loss", "span_loss"]
 
@@ -100,6 +101,13 @@ class QuestionAnsweringModelOutput(ModelOutput):
     loss: Tensor | None = None
     start_logits: Tensor | None = None
     end_logits: Tensor | None = None
+    hidden_states: tuple[Tensor, ...] | None = None
+
+
+@dataclass
+class MultipleChoiceModelOutput(ModelOutput):
+    loss: Tensor | None = None
+    logits: Tensor | None = None
     hidden_states: tuple[Tensor, ...] | None = None
 
 

@@ -9,9 +9,19 @@ from dlfree import hookimpl
 @hookimpl
 def dlfree_register_architectures(register):
     # Imported here, not at module level: discovering plugins must stay cheap.
-    from .models import bert, distilbert, gpt2, llama, mistral, qwen2, roberta
+    from .models import (
+        albert,
+        bert,
+        distilbert,
+        gpt2,
+        llama,
+        mistral,
+        qwen2,
+        roberta,
+        xlm_roberta,
+    )
 
-    for family in (bert, roberta, distilbert, gpt2, llama, mistral, qwen2):
+    for family in (bert, roberta, distilbert, gpt2, llama, mistral, qwen2, xlm_roberta, albert):
         register(family.MODEL_TYPE, family.CONFIG, family.HEADS)
 
 
