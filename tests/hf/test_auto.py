@@ -13,6 +13,7 @@ from dlfree.hf.configuration import positive_int
 import attrs
 import numpy as np
 import pytest
+
 from support.hf_oracle import ENCODER_FAMILIES
 
 pytest.importorskip("transformers")
