@@ -1,5 +1,6 @@
-"""BERT, RoBERTa, DistilBERT, XLM-RoBERTa and ALBERT with every head against transformers: outputs with padded
-inputs, hidden states, float64 loading, losses, gradients through tied embeddings."""
+"""BERT, RoBERTa, DistilBERT, XLM-RoBERTa and ALBERT with every head against transformers:
+outputs with padded inputs, hidden states, float64 loading, losses, gradients through tied
+embeddings."""
 
 from __future__ import annotations
 

@@ -40,7 +40,8 @@ from .encoder import (
 
 __all__ = ["BertConfig", "BertPreTrainedModel", "BertModel", "BertForMaskedLM",
            "BertForSequenceClassification", "BertForTokenClassification",
-           "BertForQuestionAnswering", "BertForMultipleChoice", "BertSelfAttention", "BertEncoder", "BertPooler"]
+           "BertForQuestionAnswering", "BertForMultipleChoice", "BertSelfAttention",
+           "BertEncoder", "BertPooler"]
 
 
 @attrs.define(kw_only=True, slots=False)

@@ -1,6 +1,6 @@
-"""Pieces the bidirectional encoder families (BERT, RoBERTa, DistilBERT, ALBERT) share: input checks,
-multi-head self-attention, the layer stack and a run through embeddings and layers, and the
-task heads' outputs and losses."""
+"""Pieces the bidirectional encoder families (BERT, RoBERTa, DistilBERT, ALBERT) share: input
+checks, multi-head self-attention, the layer stack and a run through embeddings and layers, the
+multiple-choice reshaping, and the task heads' outputs and losses."""
 
 from __future__ import annotations
 
