@@ -7,11 +7,12 @@ from .auto import (
     AutoModelForMaskedLM,
     AutoModelForMultipleChoice,
     AutoModelForQuestionAnswering,
+    AutoModelForSeq2SeqLM,
     AutoModelForSequenceClassification,
     AutoModelForTokenClassification,
 )
 from .configuration import PretrainedConfig
-from .generation import GenerationMixin, KVCache
+from .generation import EncoderDecoderCache, GenerationMixin, KVCache, Seq2SeqGenerationMixin
 from .modeling import LoadReport, ModelOutput, PreTrainedModel
 from .models.albert import (
     AlbertConfig,
@@ -73,6 +74,7 @@ from .models.roberta import (
     RobertaForTokenClassification,
     RobertaModel,
 )
+from .models.t5 import T5Config, T5EncoderModel, T5ForConditionalGeneration, T5Model
 from .models.xlm_roberta import (
     XLMRobertaConfig,
     XLMRobertaForMaskedLM,

@@ -14,6 +14,7 @@ from .hub import read_config, resolve_folder
 __all__ = ["AutoConfig", "AutoModel", "AutoModelForMaskedLM",
            "AutoModelForSequenceClassification", "AutoModelForTokenClassification",
            "AutoModelForQuestionAnswering", "AutoModelForMultipleChoice", "AutoModelForCausalLM",
+           "AutoModelForSeq2SeqLM",
            "architecture_for"]
 
 
@@ -120,3 +121,9 @@ class AutoModelForMultipleChoice(_AutoModel):
 
 class AutoModelForCausalLM(_AutoModel):
     head = "causal_lm"
+
+
+class AutoModelForSeq2SeqLM(_AutoModel):
+    """An encoder–decoder with its LM head (T5ForConditionalGeneration)."""
+
+    head = "seq2seq_lm"

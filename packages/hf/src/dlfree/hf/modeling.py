@@ -26,7 +26,7 @@ from .hub import read_config, read_weights, resolve_folder, write_weights
 __all__ = ["PreTrainedModel", "LoadReport", "ModelOutput", "BaseModelOutput",
            "BaseModelOutputWithPooling", "BaseModelOutputWithPast", "MaskedLMOutput",
            "SequenceClassifierOutput", "TokenClassifierOutput", "QuestionAnsweringModelOutput",
-           "MultipleChoiceModelOutput",
+           "MultipleChoiceModelOutput", "Seq2SeqModelOutput", "Seq2SeqLMOutput",
            "CausalLMOutputWithPast", "ACTIVATIONS", "get_activation", "embedding", "padding_mask",
            "sequence_classification_loss", "token_classification_loss", "span_loss"]
 
@@ -109,6 +109,25 @@ class MultipleChoiceModelOutput(ModelOutput):
     loss: Tensor | None = None
     logits: Tensor | None = None
     hidden_states: tuple[Tensor, ...] | None = None
+
+
+@dataclass
+class Seq2SeqModelOutput(ModelOutput):
+    last_hidden_state: Tensor | None = None
+    past_key_values: Any = None
+    decoder_hidden_states: tuple[Tensor, ...] | None = None
+    encoder_last_hidden_state: Tensor | None = None
+    encoder_hidden_states: tuple[Tensor, ...] | None = None
+
+
+@dataclass
+class Seq2SeqLMOutput(ModelOutput):
+    loss: Tensor | None = None
+    logits: Tensor | None = None
+    past_key_values: Any = None
+    decoder_hidden_states: tuple[Tensor, ...] | None = None
+    encoder_last_hidden_state: Tensor | None = None
+    encoder_hidden_states: tuple[Tensor, ...] | None = None
 
 
 @dataclass

@@ -18,10 +18,12 @@ def dlfree_register_architectures(register):
         mistral,
         qwen2,
         roberta,
+        t5,
         xlm_roberta,
     )
 
-    for family in (bert, roberta, distilbert, gpt2, llama, mistral, qwen2, xlm_roberta, albert):
+    for family in (bert, roberta, distilbert, gpt2, llama, mistral, qwen2, xlm_roberta, albert,
+                   t5):
         register(family.MODEL_TYPE, family.CONFIG, family.HEADS)
 
 
