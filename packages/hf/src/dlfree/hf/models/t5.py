@@ -82,12 +82,16 @@ class T5Config(PretrainedConfig):
     pad_token_id: int | None = attrs.field(default=0, validator=token_id)
     eos_token_id: int | list[int] | None = attrs.field(default=1, validator=token_id)
     decoder_start_token_id: int | None = attrs.field(default=0, validator=token_id)
-    # transformers >= 5 writes this; older configs imply it by tie_word_embeddings
+    # Whether the decoder output is scaled by d_model ** -0.5 before the LM head. Written
+    # by transformers >= 5; older configs imply it by tie_word_embeddings, and it is
+    # resolved so, then written out explicitly (transformers reads a null as False).
     scale_decoder_outputs: bool | None = attrs.field(default=None, validator=optional(boolean))
 
     def __attrs_post_init__(self) -> None:
         if self.num_decoder_layers is None:  # symmetric by default, as in transformers
             self.num_decoder_layers = self.num_layers
+        if self.scale_decoder_outputs is None:
+            self.scale_decoder_outputs = self.tie_word_embeddings
         super().__attrs_post_init__()
 
     @property
@@ -99,12 +103,6 @@ class T5Config(PretrainedConfig):
         # "gated-gelu" is T5 v1.1's name for the tanh-approximated GELU
         return "gelu_new" if self.feed_forward_proj == "gated-gelu" \
             else self.feed_forward_proj.split("-")[-1]
-
-    @property
-    def scales_decoder_output(self) -> bool:
-        """Whether the decoder output is scaled by d_model ** -0.5 before the LM head."""
-        return self.scale_decoder_outputs if self.scale_decoder_outputs is not None \
-            else self.tie_word_embeddings
 
 
 def relative_position_bucket(relative_position: np.ndarray, bidirectional: bool,
@@ -473,7 +471,7 @@ class T5ForConditionalGeneration(T5PreTrainedModel, Seq2SeqGenerationMixin):
         hidden = out.last_hidden_state
         if logits_to_keep:
             hidden = hidden[:, -logits_to_keep:]
-        if self.config.scales_decoder_output:
+        if self.config.scale_decoder_outputs:
             hidden = hidden * self.config.d_model ** -0.5
         logits = self.lm_head(hidden)
         loss = token_classification_loss(logits, labels) if labels is not None else None
