@@ -1,5 +1,6 @@
 """Task helpers over a model and its tokenizer: sentence embeddings, fill-mask, text and token
-classification, and extractive question answering, with the outputs of transformers' pipelines.
+classification, extractive question answering, multiple choice and text-to-text generation,
+with the outputs of transformers' pipelines.
 
 Each runs the model under `dl.no_grad()` in whatever mode it is in (from_pretrained leaves
 it in eval mode), and post-processes on the host: the results are small.
@@ -18,7 +19,7 @@ import numpy as np
 from .tokenizer import BatchEncoding, PreTrainedTokenizer
 
 __all__ = ["mean_pooling", "sentence_embeddings", "fill_mask", "classify_text",
-           "classify_tokens", "answer_question", "AGGREGATION_STRATEGIES"]
+           "classify_tokens", "answer_question", "choose", "text2text", "AGGREGATION_STRATEGIES"]
 
 AGGREGATION_STRATEGIES = ("none", "simple", "first", "average", "max")
 _CLASSIFICATION_FUNCTIONS = ("softmax", "sigmoid", "none")
@@ -45,7 +46,7 @@ def _positive_int(value, name: str, what: str) -> None:
         raise ValueError(f"{what}: {name} must be a positive int, got {value!r}")
 
 
-def _run(model, encoding: BatchEncoding):
+def _run(model, encoding: BatchEncoding | dict):
     """The model's output on an encoding's arrays or tensors: those its forward accepts, on
     its device (a BERT tokenizer's token_type_ids are not passed to DistilBERT)."""
     accepted = inspect.signature(model.forward).parameters
@@ -382,4 +383,56 @@ def answer_question(model, tokenizer: PreTrainedTokenizer, question, context, *,
                           "answer": ""})
         found.sort(key=lambda a: -a["score"])
         results.append(found[0] if top_k == 1 else found[:top_k])
+    return results[0] if single else results
+
+
+# ------------------------------------------------------------------ multiple choice
+def choose(model, tokenizer: PreTrainedTokenizer, question: str, choices, *,
+           max_length: int | None = None) -> dict:
+    """Which of `choices` best answers or continues `question`, by a multiple-choice model
+    (AutoModelForMultipleChoice): each (question, choice) pair is scored and the scores
+    softmaxed. Returns {"choice" (index), "answer" (its text), "scores" (one per choice)}."""
+    _check_tokenizer(tokenizer, "choose")
+    if not isinstance(question, str):
+        raise TypeError(f"choose: question must be a string, got {type(question).__name__}")
+    options, _ = _texts(choices, "choose (choices)")
+    encoding = tokenizer([question] * len(options), options, padding=True, truncation=True,
+                         max_length=max_length, return_tensors="np")
+    one_question = {k: v[None] for k, v in encoding.items()}  # (1, choices, sequence)
+    scores = _output(_run(model, one_question), "logits", "choose",
+                     "a multiple-choice model (AutoModelForMultipleChoice)").numpy()
+    if scores.shape != (1, len(options)):
+        raise TypeError(f"choose needs a multiple-choice model (AutoModelForMultipleChoice), "
+                        f"whose logits are (1, choices); this model gave {scores.shape}")
+    probabilities = _softmax(scores[0])
+    best = int(probabilities.argmax())
+    return {"choice": best, "answer": options[best], "scores": probabilities.tolist()}
+
+
+# ------------------------------------------------------------------------ text2text
+def text2text(model, tokenizer: PreTrainedTokenizer, texts, *, max_length: int | None = None,
+              **generate_kwargs):
+    """Text generated from each prompt by an encoder–decoder (AutoModelForSeq2SeqLM, e.g.
+    T5 with "translate English to German: ..."), as transformers' text2text-generation
+    pipeline: {"generated_text"} per prompt (a list of them per prompt with
+    num_return_sequences > 1); one string gives one result. Prompts are padded together and
+    truncated to `max_length` tokens (default: the tokenizer's limit); `generate_kwargs`
+    go to `model.generate` (max_new_tokens, num_beams, do_sample, ...)."""
+    _check_tokenizer(tokenizer, "text2text")
+    prompts, single = _texts(texts, "text2text")
+    if not getattr(model.config, "is_encoder_decoder", False) or not hasattr(model, "generate"):
+        raise TypeError(f"text2text needs an encoder–decoder with an LM head "
+                        f"(AutoModelForSeq2SeqLM), got {type(model).__name__}")
+    encoding = tokenizer(prompts, padding=True, truncation=True, max_length=max_length,
+                         return_tensors="dl")
+    device = next(iter(model.parameters())).device
+    out = model.generate(encoding["input_ids"].to(device),
+                         encoding["attention_mask"].to(device), **generate_kwargs)
+    decoded = tokenizer.batch_decode(out, skip_special_tokens=True)
+    per_prompt = generate_kwargs.get("num_return_sequences", 1)
+    results = []
+    for row in range(len(prompts)):
+        group = [{"generated_text": text}
+                 for text in decoded[row * per_prompt:(row + 1) * per_prompt]]
+        results.append(group if per_prompt > 1 else group[0])
     return results[0] if single else results
