@@ -4,6 +4,7 @@ from .auto import (
     AutoConfig,
     AutoModel,
     AutoModelForCausalLM,
+    AutoModelForImageClassification,
     AutoModelForMaskedLM,
     AutoModelForMultipleChoice,
     AutoModelForQuestionAnswering,
@@ -13,6 +14,7 @@ from .auto import (
 )
 from .configuration import PretrainedConfig
 from .generation import EncoderDecoderCache, GenerationMixin, KVCache, Seq2SeqGenerationMixin
+from .image_processing import AutoImageProcessor, ViTImageProcessor
 from .modeling import LoadReport, ModelOutput, PreTrainedModel
 from .models.albert import (
     AlbertConfig,
@@ -75,6 +77,7 @@ from .models.roberta import (
     RobertaModel,
 )
 from .models.t5 import T5Config, T5EncoderModel, T5ForConditionalGeneration, T5Model
+from .models.vit import ViTConfig, ViTForImageClassification, ViTModel
 from .models.xlm_roberta import (
     XLMRobertaConfig,
     XLMRobertaForMaskedLM,

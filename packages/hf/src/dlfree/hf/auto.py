@@ -14,7 +14,7 @@ from .hub import read_config, resolve_folder
 __all__ = ["AutoConfig", "AutoModel", "AutoModelForMaskedLM",
            "AutoModelForSequenceClassification", "AutoModelForTokenClassification",
            "AutoModelForQuestionAnswering", "AutoModelForMultipleChoice", "AutoModelForCausalLM",
-           "AutoModelForSeq2SeqLM",
+           "AutoModelForSeq2SeqLM", "AutoModelForImageClassification",
            "architecture_for"]
 
 
@@ -127,3 +127,9 @@ class AutoModelForSeq2SeqLM(_AutoModel):
     """An encoder–decoder with its LM head (T5ForConditionalGeneration)."""
 
     head = "seq2seq_lm"
+
+
+class AutoModelForImageClassification(_AutoModel):
+    """An image classifier (ViTForImageClassification)."""
+
+    head = "image_classification"

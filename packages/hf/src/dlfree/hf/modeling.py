@@ -27,6 +27,7 @@ __all__ = ["PreTrainedModel", "LoadReport", "ModelOutput", "BaseModelOutput",
            "BaseModelOutputWithPooling", "BaseModelOutputWithPast", "MaskedLMOutput",
            "SequenceClassifierOutput", "TokenClassifierOutput", "QuestionAnsweringModelOutput",
            "MultipleChoiceModelOutput", "Seq2SeqModelOutput", "Seq2SeqLMOutput",
+           "ImageClassifierOutput",
            "CausalLMOutputWithPast", "ACTIVATIONS", "get_activation", "embedding", "padding_mask",
            "sequence_classification_loss", "token_classification_loss", "span_loss"]
 
@@ -106,6 +107,13 @@ class QuestionAnsweringModelOutput(ModelOutput):
 
 @dataclass
 class MultipleChoiceModelOutput(ModelOutput):
+    loss: Tensor | None = None
+    logits: Tensor | None = None
+    hidden_states: tuple[Tensor, ...] | None = None
+
+
+@dataclass
+class ImageClassifierOutput(ModelOutput):
     loss: Tensor | None = None
     logits: Tensor | None = None
     hidden_states: tuple[Tensor, ...] | None = None

@@ -19,11 +19,12 @@ def dlfree_register_architectures(register):
         qwen2,
         roberta,
         t5,
+        vit,
         xlm_roberta,
     )
 
     for family in (bert, roberta, distilbert, gpt2, llama, mistral, qwen2, xlm_roberta, albert,
-                   t5):
+                   t5, vit):
         register(family.MODEL_TYPE, family.CONFIG, family.HEADS)
 
 

@@ -1,5 +1,6 @@
 """Task helpers over a model and its tokenizer: sentence embeddings, fill-mask, text and token
-classification, extractive question answering, multiple choice and text-to-text generation,
+classification, extractive question answering, multiple choice, text-to-text generation and
+image classification,
 with the outputs of transformers' pipelines.
 
 Each runs the model under `dl.no_grad()` in whatever mode it is in (from_pretrained leaves
@@ -19,7 +20,8 @@ import numpy as np
 from .tokenizer import BatchEncoding, PreTrainedTokenizer
 
 __all__ = ["mean_pooling", "sentence_embeddings", "fill_mask", "classify_text",
-           "classify_tokens", "answer_question", "choose", "text2text", "AGGREGATION_STRATEGIES"]
+           "classify_tokens", "answer_question", "choose", "text2text", "image_classification",
+           "AGGREGATION_STRATEGIES"]
 
 AGGREGATION_STRATEGIES = ("none", "simple", "first", "average", "max")
 _CLASSIFICATION_FUNCTIONS = ("softmax", "sigmoid", "none")
@@ -156,19 +158,7 @@ def classify_text(model, tokenizer: PreTrainedTokenizer, texts, text_pair=None, 
     a list of them by decreasing score (all labels when `top_k=None`)."""
     _check_tokenizer(tokenizer, "classify_text")
     batch, single = _texts(texts, "classify_text")
-    if top_k is not None:
-        _positive_int(top_k, "top_k", "classify_text")
-    config = model.config
-    if function_to_apply is None:
-        if config.problem_type == "regression":
-            function_to_apply = "none"
-        elif config.problem_type == "multi_label_classification" or config.num_labels == 1:
-            function_to_apply = "sigmoid"
-        else:
-            function_to_apply = "softmax"
-    if function_to_apply not in _CLASSIFICATION_FUNCTIONS:
-        raise ValueError(f"classify_text: function_to_apply must be one of "
-                         f"{_CLASSIFICATION_FUNCTIONS}, got {function_to_apply!r}")
+    function_to_apply = _scoring(model.config, top_k, function_to_apply, "classify_text")
     if text_pair is not None:
         pairs, single_pair = _texts(text_pair, "classify_text (text_pair)")
         if single_pair != single or len(pairs) != len(batch):
@@ -177,19 +167,45 @@ def classify_text(model, tokenizer: PreTrainedTokenizer, texts, text_pair=None, 
         text_pair = pairs
     encoding = tokenizer(batch, text_pair, padding=True, truncation=True, return_tensors="dl")
     logits = _output(_run(model, encoding), "logits", "classify_text",
-                     "a sequence-classification model").float().numpy().astype(np.float64)
-    if function_to_apply == "softmax":
-        scores = _softmax(logits)
-    elif function_to_apply == "sigmoid":
-        scores = 1 / (1 + np.exp(-logits))
-    else:
-        scores = logits
-    results = []
-    for row in scores:
-        order = np.argsort(-row, kind="stable")
-        ranked = [{"label": config.id2label[int(i)], "score": float(row[i])} for i in order]
-        results.append(ranked[0] if top_k == 1 else ranked[:top_k])
+                     "a sequence-classification model")
+    results = [ranked[0] if top_k == 1 else ranked
+               for ranked in _ranked_labels(logits, model.config, top_k, function_to_apply)]
     return results[0] if single else results
+
+
+def _scoring(config, top_k, function_to_apply, what: str) -> str:
+    """The checked scoring function for a classifier's logits: `function_to_apply`, or by
+    default softmax, sigmoid for multi-label or one-label models, none for regression."""
+    if top_k is not None:
+        _positive_int(top_k, "top_k", what)
+    if function_to_apply is None:
+        if config.problem_type == "regression":
+            function_to_apply = "none"
+        elif config.problem_type == "multi_label_classification" or config.num_labels == 1:
+            function_to_apply = "sigmoid"
+        else:
+            function_to_apply = "softmax"
+    if function_to_apply not in _CLASSIFICATION_FUNCTIONS:
+        raise ValueError(f"{what}: function_to_apply must be one of "
+                         f"{_CLASSIFICATION_FUNCTIONS}, got {function_to_apply!r}")
+    return function_to_apply
+
+
+def _ranked_labels(logits: Tensor, config, top_k, function_to_apply: str) -> list[list[dict]]:
+    """Per row, the `top_k` best {"label" (from id2label), "score"} (all when None)."""
+    values = logits.float().numpy().astype(np.float64)
+    if function_to_apply == "softmax":
+        scores = _softmax(values)
+    elif function_to_apply == "sigmoid":
+        scores = 1 / (1 + np.exp(-values))
+    else:
+        scores = values
+    ranked = []
+    for row in scores:
+        order = np.argsort(-row, kind="stable")[:top_k]
+        ranked.append([{"label": config.id2label[int(i)], "score": float(row[i])}
+                       for i in order])
+    return ranked
 
 
 # --------------------------------------------------------- token classification
@@ -435,4 +451,21 @@ def text2text(model, tokenizer: PreTrainedTokenizer, texts, *, max_length: int |
         group = [{"generated_text": text}
                  for text in decoded[row * per_prompt:(row + 1) * per_prompt]]
         results.append(group if per_prompt > 1 else group[0])
+    return results[0] if single else results
+
+
+# ------------------------------------------------------------ image classification
+def image_classification(model, image_processor, images, *, top_k: int | None = 5,
+                         function_to_apply: str | None = None):
+    """The `top_k` best labels (from `config.id2label`) per image from an image classifier
+    (AutoModelForImageClassification), as transformers' image-classification pipeline: a
+    list of {"label", "score"} by decreasing score per image (all labels when
+    `top_k=None`); one image gives one list. `image_processor` (AutoImageProcessor) makes
+    the pixel values; scores are the softmax (see classify_text for `function_to_apply`)."""
+    function_to_apply = _scoring(model.config, top_k, function_to_apply, "image_classification")
+    single = not isinstance(images, (list, tuple))
+    pixels = image_processor(images if not single else [images], return_tensors="np")
+    logits = _output(_run(model, pixels), "logits", "image_classification",
+                     "an image classifier (AutoModelForImageClassification)")
+    results = _ranked_labels(logits, model.config, top_k, function_to_apply)
     return results[0] if single else results
