@@ -45,6 +45,8 @@ environment = _load("bench_environment", BENCHMARKS / "environment.py")
 WORKLOADS["map_eval"].IMAGES = 100
 WORKLOADS["minilm_inference"].BATCH = 4
 WORKLOADS["gpt_generation"].NEW_TOKENS = 8
+WORKLOADS["t5_generation"].NEW_TOKENS = 8
+WORKLOADS["vit_inference"].BATCH = 2
 
 
 def _reference_name(module) -> str:

@@ -34,8 +34,11 @@ from . import (
     minilm_inference,
     mlp_step,
     op_overhead,
+    t5_generation,
+    vit_inference,
 )
 
 WORKLOADS = {module.NAME: module
              for module in (op_overhead, mlp_step, cnn_step, conv2d, attention_block, adamw_step,
-                            lamb_step, map_eval, minilm_inference, gpt_generation, ddp_mlp)}
+                            lamb_step, map_eval, minilm_inference, gpt_generation, ddp_mlp,
+                            t5_generation, vit_inference)}
