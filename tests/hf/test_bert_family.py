@@ -35,7 +35,7 @@ def test_outputs_match_transformers(oracle, encoder_family, encoder_head, sharde
     assert len(ours.hidden_states) == len(expected.hidden_states) == runs
     for k, (a, b) in enumerate(zip(ours.hidden_states, expected.hidden_states)):
         oracle.assert_close(a, b, what=f"hidden_states[{k}]")
-    if encoder_head == "base" and encoder_family != "distilbert":
+    if encoder_head == "base" and encoder_family not in ("distilbert", "deberta-v2"):
         oracle.assert_close(ours.pooler_output, expected.pooler_output, what="pooler_output")
 
 
@@ -139,6 +139,7 @@ def test_gradients_through_tied_embeddings(oracle, encoder_family):
                "roberta": lambda: model.lm_head.decoder,
                "xlm-roberta": lambda: model.lm_head.decoder,
                "albert": lambda: model.predictions.decoder,
+               "deberta-v2": lambda: model.cls.predictions.decoder,
                "distilbert": lambda: model.vocab_projector}[encoder_family]()
     assert decoder.weight is base.embeddings.word_embeddings.weight
     inputs = oracle.inputs(encoder_family)
@@ -185,6 +186,9 @@ def test_training_mode_applies_dropout(oracle):
 def test_bad_input_ids(oracle, encoder_family, bad, error, words):
     folder, _ = oracle.checkpoint(encoder_family, "base")
     model = dl_class(oracle, encoder_family, "base").from_pretrained(folder)
+    if encoder_family == "deberta-v2" and words == "max_position_embeddings":
+        assert model(dl.tensor(bad)).last_hidden_state.shape[1] == 65  # relative positions only
+        return
     with pytest.raises(error, match=words.replace("(", r"\(").replace(")", r"\)")):
         model(dl.tensor(bad))
 

@@ -1,5 +1,5 @@
 """transformers as the oracle of the dlfree-hf encoder tests: tiny random BERT-family models
-(BERT, RoBERTa, DistilBERT, XLM-RoBERTa, ALBERT) saved into temporary checkpoint folders (once
+(BERT, RoBERTa, DistilBERT, XLM-RoBERTa, ALBERT, DeBERTa-v3) saved into temporary checkpoint folders (once
 each per Oracle), padded inputs, runs of both libraries and the comparisons."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 ENCODER_FAMILIES = {"bert": "Bert", "roberta": "Roberta", "distilbert": "DistilBert",
-                    "xlm-roberta": "XLMRoberta", "albert": "Albert"}
+                    "xlm-roberta": "XLMRoberta", "albert": "Albert", "deberta-v2": "DebertaV2"}
 HEAD_SUFFIX = {"base": "Model", "masked_lm": "ForMaskedLM",
                "sequence_classification": "ForSequenceClassification",
                "token_classification": "ForTokenClassification",
@@ -20,6 +20,10 @@ MULTIPLE_CHOICE_SUFFIX = "ForMultipleChoice"
 # twice), so hidden states come after each of 6 layer runs.
 ALBERT_SHAPE = dict(embedding_size=16, num_hidden_layers=3, num_hidden_groups=2,
                     inner_group_num=2)
+# DeBERTa-v3's settings: relative positions only, in 8 log buckets (so the 7-token inputs
+# reach the bucketed range), shared position keys, both disentangled terms.
+DEBERTA_V3 = dict(relative_attention=True, position_buckets=8, norm_rel_ebd="layer_norm",
+                  share_att_key=True, pos_att_type=["p2c", "c2p"], position_biased_input=False)
 
 
 class Oracle:
@@ -39,6 +43,9 @@ class Oracle:
                       num_labels=3)
         if family == "distilbert":
             config = t.DistilBertConfig(dim=32, n_layers=2, n_heads=4, hidden_dim=37, **common)
+        elif family == "deberta-v2":
+            config = t.DebertaV2Config(hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
+                                       intermediate_size=37, **DEBERTA_V3, **common)
         elif family == "albert":
             config = t.AlbertConfig(hidden_size=32, num_attention_heads=4, intermediate_size=37,
                                     **ALBERT_SHAPE, **common)

@@ -34,6 +34,15 @@ from .models.bert import (
     BertForTokenClassification,
     BertModel,
 )
+from .models.deberta_v2 import (
+    DebertaV2Config,
+    DebertaV2ForMaskedLM,
+    DebertaV2ForMultipleChoice,
+    DebertaV2ForQuestionAnswering,
+    DebertaV2ForSequenceClassification,
+    DebertaV2ForTokenClassification,
+    DebertaV2Model,
+)
 from .models.distilbert import (
     DistilBertConfig,
     DistilBertForMaskedLM,

@@ -12,6 +12,7 @@ def dlfree_register_architectures(register):
     from .models import (
         albert,
         bert,
+        deberta_v2,
         distilbert,
         gpt2,
         llama,
@@ -24,7 +25,7 @@ def dlfree_register_architectures(register):
     )
 
     for family in (bert, roberta, distilbert, gpt2, llama, mistral, qwen2, xlm_roberta, albert,
-                   t5, vit):
+                   t5, vit, deberta_v2):
         register(family.MODEL_TYPE, family.CONFIG, family.HEADS)
 
 
