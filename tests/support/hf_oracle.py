@@ -1,6 +1,6 @@
 """transformers as the oracle of the dlfree-hf encoder tests: tiny random BERT-family models
-(BERT, RoBERTa, DistilBERT, XLM-RoBERTa, ALBERT, DeBERTa-v3) saved into temporary checkpoint folders (once
-each per Oracle), padded inputs, runs of both libraries and the comparisons."""
+(BERT, RoBERTa, DistilBERT, XLM-RoBERTa, ALBERT, DeBERTa-v3) saved into temporary checkpoint
+folders (once each per Oracle), padded inputs, runs of both libraries and the comparisons."""
 
 from __future__ import annotations
 
