@@ -12,11 +12,11 @@ compares.
 """
 
 import json
-import tempfile
 from pathlib import Path
 
 import numpy as np
 
+from . import generation
 from .plan import Plan
 
 NAME = "t5_generation"
@@ -84,36 +84,15 @@ def _prompt() -> np.ndarray:
 
 def build_dlfree():
     """`AutoModelForSeq2SeqLM.from_pretrained(...).generate(max_new_tokens=64)`."""
-    import dlfree as dl
-    from dlfree.hf import AutoModelForSeq2SeqLM
-
-    with tempfile.TemporaryDirectory() as folder:
-        model = AutoModelForSeq2SeqLM.from_pretrained(_write_checkpoint(folder))
-    prompt = dl.tensor(_prompt())
-
-    def step():
-        return model.generate(prompt, max_new_tokens=NEW_TOKENS)
-
-    return step
+    return generation.build_dlfree("AutoModelForSeq2SeqLM", _write_checkpoint, _prompt(),
+                                   lambda: NEW_TOKENS)
 
 
 def build_transformers():
-    """`T5ForConditionalGeneration.from_pretrained(...).generate(max_new_tokens=64)`,
+    """transformers' `AutoModelForSeq2SeqLM.from_pretrained(...).generate(max_new_tokens=64)`,
     greedy, in eval mode (generate runs without gradients)."""
-    import torch
-    import transformers
-
-    with tempfile.TemporaryDirectory() as folder:
-        model = transformers.AutoModelForSeq2SeqLM.from_pretrained(_write_checkpoint(folder))
-    model.eval()
-    prompt = torch.from_numpy(_prompt())
-    mask = torch.ones_like(prompt)
-
-    def step():
-        return model.generate(prompt, attention_mask=mask, max_new_tokens=NEW_TOKENS,
-                              do_sample=False)
-
-    return step
+    return generation.build_transformers("AutoModelForSeq2SeqLM", _write_checkpoint, _prompt(),
+                                         lambda: NEW_TOKENS)
 
 
 BUILDERS = {"dlfree": build_dlfree, "transformers": build_transformers}
