@@ -24,7 +24,14 @@ from ..configuration import (
     probability,
     token_id,
 )
-from ..modeling import ACTIVATIONS, BaseModelOutput, embedding, get_activation
+from ..modeling import (
+    ACTIVATIONS,
+    BaseModelOutput,
+    SequenceClassifierOutput,
+    embedding,
+    get_activation,
+    sequence_classification_loss,
+)
 from .bert import (
     BertForQuestionAnswering,
     BertForTokenClassification,
@@ -38,7 +45,6 @@ from .encoder import (
     masked_lm_output,
     multiple_choice_output,
     optional_ids,
-    sequence_classifier_output,
 )
 
 __all__ = ["DebertaV2Config", "DebertaV2PreTrainedModel", "DebertaV2Model",
@@ -466,13 +472,29 @@ class DebertaV2ForMaskedLM(DebertaV2PreTrainedModel):
         return masked_lm_output(logits, labels, out.hidden_states)
 
 
+def deberta_classification_loss(logits, labels, config: DebertaV2Config):
+    """DeBERTa's own rule when config.problem_type is unset (transformers'): mean squared
+    error for one label; cross-entropy over the rows whose label is >= 0 for one class index
+    per row; the cross-entropy against soft targets for (batch, num_labels) label
+    distributions. A set problem_type takes the usual loss."""
+    labels = labels if isinstance(labels, dl.Tensor) else dl.as_tensor(labels)
+    if config.problem_type is not None:
+        return sequence_classification_loss(logits, labels, config)
+    if config.num_labels == 1:
+        return F.mse_loss(logits.reshape(-1), labels.reshape(-1).to(logits.dtype))
+    if labels.ndim == 1 or labels.shape[-1] == 1:
+        index = labels.reshape(-1).long()
+        return F.cross_entropy(logits, dl.where(index >= 0, index, -100), ignore_index=-100)
+    return -(F.log_softmax(logits, dim=-1) * labels.to(logits.dtype)).sum(-1).mean()
+
+
 def _cls_dropout(config: DebertaV2Config) -> float:
     return config.cls_dropout if config.cls_dropout is not None else config.hidden_dropout_prob
 
 
 class DebertaV2ForSequenceClassification(DebertaV2PreTrainedModel):
     """The context pooler ([CLS]), dropout and a linear classifier; `labels` gives the loss
-    for `config.problem_type`."""
+    (see deberta_classification_loss)."""
 
     def __init__(self, config: DebertaV2Config):
         super().__init__(config)
@@ -487,7 +509,12 @@ class DebertaV2ForSequenceClassification(DebertaV2PreTrainedModel):
         out = self.deberta(input_ids, attention_mask, token_type_ids, position_ids,
                            output_hidden_states)
         logits = self.classifier(self.dropout(self.pooler(out.last_hidden_state)))
-        return sequence_classifier_output(logits, labels, self.config, out.hidden_states)
+        loss = None
+        if labels is not None:
+            loss = deberta_classification_loss(logits, labels, self.config)
+            if self.config.problem_type is None and self.config.num_labels == 1:
+                logits = logits.reshape(-1)  # as transformers returns them for this loss
+        return SequenceClassifierOutput(loss=loss, logits=logits, hidden_states=out.hidden_states)
 
 
 class DebertaV2ForTokenClassification(DebertaV2PreTrainedModel, BertForTokenClassification):
