@@ -226,9 +226,12 @@ GENERATION = {
                                length_penalty=0.5),
     "repetition penalty": dict(max_length=9, repetition_penalty=1.5),
 }
+SLOW_SETTINGS = ("beam, two returned", "repetition penalty")  # greedy and beam by default
 
 
-@pytest.mark.parametrize("settings", list(GENERATION))
+@pytest.mark.parametrize("settings", [
+    pytest.param(name, marks=pytest.mark.slow) if name in SLOW_SETTINGS else name
+    for name in GENERATION])
 def test_generate_is_token_identical_to_transformers(checkpoints, variant, settings):
     folder, theirs = checkpoints[variant]
     model = hf.T5ForConditionalGeneration.from_pretrained(folder)
