@@ -4,7 +4,8 @@ per session, so its checkpoint folders are written once.
 Tests that take `encoder_family` / `encoder_head` run once per BERT-family model and head;
 modules that use `one_torch_thread` run the oracle on one thread. The families added after
 BERT, RoBERTa and DistilBERT run the representative tests (outputs, gradients, the Auto
-class; multiple choice's export) by default and every other shared test in the slow set, to keep the default run short.
+class; multiple choice's export) by default and every other shared test in the slow set, to
+keep the default run short.
 """
 
 from __future__ import annotations
