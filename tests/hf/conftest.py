@@ -12,13 +12,13 @@ from __future__ import annotations
 
 import pytest
 
-from support.hf_oracle import ENCODER_FAMILIES, HEAD_SUFFIX, Oracle
-
-FIRST_FAMILIES = ("bert", "roberta", "distilbert")
-REPRESENTATIVE = {"test_outputs_match_transformers", "test_gradients_through_tied_embeddings",
-                  "test_auto_classes_pick_the_family_and_head",
-                  "test_logits_loss_and_auto_class_match_transformers",
-                  "test_gradients_through_the_word_embeddings"}
+from support.hf_oracle import (
+    ENCODER_FAMILIES,
+    FIRST_FAMILIES,
+    HEAD_SUFFIX,
+    REPRESENTATIVE,
+    Oracle,
+)
 
 
 def pytest_generate_tests(metafunc):

@@ -14,6 +14,12 @@ HEAD_SUFFIX = {"base": "Model", "masked_lm": "ForMaskedLM",
                "token_classification": "ForTokenClassification",
                "question_answering": "ForQuestionAnswering"}
 VOCAB = 99
+# The later families run only these shared tests by default, the rest in the slow set.
+FIRST_FAMILIES = ("bert", "roberta", "distilbert")
+REPRESENTATIVE = {"test_outputs_match_transformers", "test_gradients_through_tied_embeddings",
+                  "test_auto_classes_pick_the_family_and_head",
+                  "test_logits_loss_and_auto_class_match_transformers",
+                  "test_gradients_through_the_word_embeddings"}
 # The head every encoder family also has, whose inputs are (batch, choices, sequence).
 MULTIPLE_CHOICE_SUFFIX = "ForMultipleChoice"
 # ALBERT's sharing: 3 layers run from 2 groups of 2 layers each (group 0 once, group 1
