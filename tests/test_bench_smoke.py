@@ -49,6 +49,8 @@ WORKLOADS["gcn_step"].NODES, WORKLOADS["gcn_step"].EDGES = 2000, 20000
 WORKLOADS["gat_step"].NODES, WORKLOADS["gat_step"].EDGES = 2000, 20000
 for _graph_workload in ("residual_tower", "gated_routing", "iterative_refine", "feedback_fixed"):
     WORKLOADS[_graph_workload].WIDTH, WORKLOADS[_graph_workload].BATCH = 32, 8
+WORKLOADS["t5_generation"].NEW_TOKENS = 8
+WORKLOADS["vit_inference"].BATCH = 2
 
 
 def _reference_name(module) -> str:

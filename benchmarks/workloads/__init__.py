@@ -41,10 +41,12 @@ from . import (
     mlp_step,
     op_overhead,
     residual_tower,
+    t5_generation,
+    vit_inference,
 )
 
 WORKLOADS = {module.NAME: module
              for module in (op_overhead, mlp_step, cnn_step, conv2d, attention_block, adamw_step,
                             lamb_step, map_eval, minilm_inference, gpt_generation, ddp_mlp,
                             gcn_step, gat_step, dashboard_idle, residual_tower, gated_routing,
-                            iterative_refine, feedback_fixed)}
+                            iterative_refine, feedback_fixed, t5_generation, vit_inference)}

@@ -10,11 +10,11 @@ returns the (1, 96) token ids, which the smoke test compares (two steps: the sam
 """
 
 import json
-import tempfile
 from pathlib import Path
 
 import numpy as np
 
+from . import generation
 from .plan import Plan
 
 NAME = "gpt_generation"
@@ -80,36 +80,15 @@ def _prompt() -> np.ndarray:
 
 def build_dlfree():
     """`AutoModelForCausalLM.from_pretrained(...).generate(max_new_tokens=64)`."""
-    import dlfree as dl
-    from dlfree.hf import AutoModelForCausalLM
-
-    with tempfile.TemporaryDirectory() as folder:
-        model = AutoModelForCausalLM.from_pretrained(_write_checkpoint(folder))
-    prompt = dl.tensor(_prompt())
-
-    def step():
-        return model.generate(prompt, max_new_tokens=NEW_TOKENS)
-
-    return step
+    return generation.build_dlfree("AutoModelForCausalLM", _write_checkpoint, _prompt(),
+                                   lambda: NEW_TOKENS)
 
 
 def build_transformers():
-    """`GPT2LMHeadModel.from_pretrained(...).generate(max_new_tokens=64)`, greedy, in eval
-    mode (generate runs without gradients)."""
-    import torch
-    import transformers
-
-    with tempfile.TemporaryDirectory() as folder:
-        model = transformers.AutoModelForCausalLM.from_pretrained(_write_checkpoint(folder))
-    model.eval()
-    prompt = torch.from_numpy(_prompt())
-    mask = torch.ones_like(prompt)
-
-    def step():
-        return model.generate(prompt, attention_mask=mask, max_new_tokens=NEW_TOKENS,
-                              do_sample=False)
-
-    return step
+    """transformers' `AutoModelForCausalLM.from_pretrained(...).generate(max_new_tokens=64)`,
+    greedy, in eval mode (generate runs without gradients)."""
+    return generation.build_transformers("AutoModelForCausalLM", _write_checkpoint, _prompt(),
+                                         lambda: NEW_TOKENS)
 
 
 BUILDERS = {"dlfree": build_dlfree, "transformers": build_transformers}

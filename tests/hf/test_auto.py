@@ -14,16 +14,19 @@ import attrs
 import numpy as np
 import pytest
 
+from support.hf_oracle import ENCODER_FAMILIES
+
 pytest.importorskip("transformers")
 
 AUTO = {"base": hf.AutoModel, "masked_lm": hf.AutoModelForMaskedLM,
         "sequence_classification": hf.AutoModelForSequenceClassification,
         "token_classification": hf.AutoModelForTokenClassification,
-        "question_answering": hf.AutoModelForQuestionAnswering}
+        "question_answering": hf.AutoModelForQuestionAnswering,
+        "multiple_choice": hf.AutoModelForMultipleChoice}
 
 
 def test_families_are_registered_by_dlfree_hf():
-    for family in ("bert", "roberta", "distilbert"):
+    for family in ENCODER_FAMILIES:
         assert dl.registry.architectures.provider(family)["distribution"] == "dlfree-hf"
         arch = dl.registry.architectures.get(family)
         assert set(arch.heads) == set(AUTO)
@@ -54,7 +57,7 @@ def test_unknown_model_type_names_the_registered_ones(oracle, tmp_path):
     shutil.copytree(folder, tmp_path / "ckpt")
     config_path = tmp_path / "ckpt" / "config.json"
     for model_type, words in (("my_arch", r"no installed plugin provides.*Registered "
-                                          r"architectures: .*bert, distilbert.*roberta"),
+                                          r"architectures: .*bert, .*distilbert.*roberta"),
                               ("bret", r"did you mean bert")):
         config_path.write_text(json.dumps({**json.loads(config_path.read_text()),
                                            "model_type": model_type}))

@@ -1,5 +1,6 @@
-"""BERT, RoBERTa and DistilBERT with every head against transformers: outputs with padded
-inputs, hidden states, float64 loading, losses, gradients through tied embeddings."""
+"""BERT, RoBERTa, DistilBERT, XLM-RoBERTa and ALBERT with every head against transformers:
+outputs with padded inputs, hidden states, float64 loading, losses, gradients through tied
+embeddings."""
 
 from __future__ import annotations
 
@@ -30,10 +31,11 @@ def test_outputs_match_transformers(oracle, encoder_family, encoder_head, sharde
     ours = oracle.run_dl(model, inputs, output_hidden_states=True)
     expected = oracle.run_hf(theirs, inputs, output_hidden_states=True)
     oracle.assert_same_outputs(ours, expected, encoder_head)
-    assert len(ours.hidden_states) == len(expected.hidden_states) == 3
+    runs = 7 if encoder_family == "albert" else 3  # the input and each layer run's output
+    assert len(ours.hidden_states) == len(expected.hidden_states) == runs
     for k, (a, b) in enumerate(zip(ours.hidden_states, expected.hidden_states)):
         oracle.assert_close(a, b, what=f"hidden_states[{k}]")
-    if encoder_head == "base" and encoder_family != "distilbert":
+    if encoder_head == "base" and encoder_family not in ("distilbert", "deberta-v2"):
         oracle.assert_close(ours.pooler_output, expected.pooler_output, what="pooler_output")
 
 
@@ -64,8 +66,10 @@ def test_mask_forms_agree(oracle, encoder_family):
     inputs = oracle.inputs(encoder_family)
     per_key = oracle.run_dl(model, inputs).logits
     square = np.repeat(inputs["attention_mask"][:, None, :], 7, axis=1)  # (batch, L, S)
-    oracle.assert_close(oracle.run_dl(model, {**inputs, "attention_mask": square}).logits,
-                        per_key, atol=1e-6, what="3-D mask")
+    with_square = oracle.run_dl(model, {**inputs, "attention_mask": square}).logits
+    if encoder_family == "deberta-v2":  # a 2-D mask also masks padded queries there
+        with_square, per_key = with_square[1:, :4], per_key[1:, :4]
+    oracle.assert_close(with_square, per_key, atol=1e-6, what="3-D mask")
     with dl.no_grad():  # NumPy masks and ids are accepted as they are
         raw = model(inputs["input_ids"], attention_mask=inputs["attention_mask"]).logits
     without_types = {k: v for k, v in inputs.items() if k != "token_type_ids"}
@@ -100,7 +104,8 @@ def test_sequence_classification_loss(oracle, encoder_family, problem, tmp_path)
     inputs = oracle.inputs(encoder_family)
     ours = oracle.run_dl(model, {**inputs, "labels": labels})
     expected = oracle.run_hf(theirs, {**inputs, "labels": labels})
-    assert theirs.config.problem_type == problem  # the rule inferred the same problem
+    if encoder_family != "deberta-v2":  # DeBERTa applies its own rule, leaving it unset
+        assert theirs.config.problem_type == problem  # the rule inferred the same problem
     oracle.assert_close(ours.logits, expected.logits)
     oracle.assert_close(ours.loss, expected.loss, atol=1e-5, what="loss")
 
@@ -135,6 +140,9 @@ def test_gradients_through_tied_embeddings(oracle, encoder_family):
     base = getattr(model, model.base_model_prefix)
     decoder = {"bert": lambda: model.cls.predictions.decoder,
                "roberta": lambda: model.lm_head.decoder,
+               "xlm-roberta": lambda: model.lm_head.decoder,
+               "albert": lambda: model.predictions.decoder,
+               "deberta-v2": lambda: model.cls.predictions.decoder,
                "distilbert": lambda: model.vocab_projector}[encoder_family]()
     assert decoder.weight is base.embeddings.word_embeddings.weight
     inputs = oracle.inputs(encoder_family)
@@ -181,6 +189,9 @@ def test_training_mode_applies_dropout(oracle):
 def test_bad_input_ids(oracle, encoder_family, bad, error, words):
     folder, _ = oracle.checkpoint(encoder_family, "base")
     model = dl_class(oracle, encoder_family, "base").from_pretrained(folder)
+    if encoder_family == "deberta-v2" and words == "max_position_embeddings":
+        assert model(dl.tensor(bad)).last_hidden_state.shape[1] == 65  # relative positions only
+        return
     with pytest.raises(error, match=words.replace("(", r"\(").replace(")", r"\)")):
         model(dl.tensor(bad))
 

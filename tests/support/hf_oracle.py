@@ -1,18 +1,35 @@
-"""transformers as the oracle of the dlfree-hf encoder tests: tiny random BERT-family
-models saved into temporary checkpoint folders (once each per Oracle), padded inputs, runs of
-both libraries and the comparisons."""
+"""transformers as the oracle of the dlfree-hf encoder tests: tiny random BERT-family models
+(BERT, RoBERTa, DistilBERT, XLM-RoBERTa, ALBERT, DeBERTa-v3) saved into temporary checkpoint
+folders (once each per Oracle), padded inputs, runs of both libraries and the comparisons."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-ENCODER_FAMILIES = {"bert": "Bert", "roberta": "Roberta", "distilbert": "DistilBert"}
+ENCODER_FAMILIES = {"bert": "Bert", "roberta": "Roberta", "distilbert": "DistilBert",
+                    "xlm-roberta": "XLMRoberta", "albert": "Albert", "deberta-v2": "DebertaV2"}
 HEAD_SUFFIX = {"base": "Model", "masked_lm": "ForMaskedLM",
                "sequence_classification": "ForSequenceClassification",
                "token_classification": "ForTokenClassification",
                "question_answering": "ForQuestionAnswering"}
 VOCAB = 99
+# The later families run only these shared tests by default, the rest in the slow set.
+FIRST_FAMILIES = ("bert", "roberta", "distilbert")
+REPRESENTATIVE = {"test_outputs_match_transformers", "test_gradients_through_tied_embeddings",
+                  "test_auto_classes_pick_the_family_and_head",
+                  "test_logits_loss_and_auto_class_match_transformers",
+                  "test_gradients_through_the_word_embeddings"}
+# The head every encoder family also has, whose inputs are (batch, choices, sequence).
+MULTIPLE_CHOICE_SUFFIX = "ForMultipleChoice"
+# ALBERT's sharing: 3 layers run from 2 groups of 2 layers each (group 0 once, group 1
+# twice), so hidden states come after each of 6 layer runs.
+ALBERT_SHAPE = dict(embedding_size=16, num_hidden_layers=3, num_hidden_groups=2,
+                    inner_group_num=2)
+# DeBERTa-v3's settings: relative positions only, in 8 log buckets (so the 7-token inputs
+# reach the bucketed range), shared position keys, both disentangled terms.
+DEBERTA_V3 = dict(relative_attention=True, position_buckets=8, norm_rel_ebd="layer_norm",
+                  share_att_key=True, pos_att_type=["p2c", "c2p"], position_biased_input=False)
 
 
 class Oracle:
@@ -32,8 +49,14 @@ class Oracle:
                       num_labels=3)
         if family == "distilbert":
             config = t.DistilBertConfig(dim=32, n_layers=2, n_heads=4, hidden_dim=37, **common)
+        elif family == "deberta-v2":
+            config = t.DebertaV2Config(hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
+                                       intermediate_size=37, **DEBERTA_V3, **common)
+        elif family == "albert":
+            config = t.AlbertConfig(hidden_size=32, num_attention_heads=4, intermediate_size=37,
+                                    **ALBERT_SHAPE, **common)
         else:
-            cls = t.BertConfig if family == "bert" else t.RobertaConfig
+            cls = getattr(t, ENCODER_FAMILIES[family] + "Config")
             config = cls(hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
                          intermediate_size=37, **common)
         for key, value in changes.items():
@@ -42,7 +65,8 @@ class Oracle:
 
     def hf_class(self, family: str, head: str):
         """transformers' class for a family and head (e.g. RobertaForMaskedLM)."""
-        return getattr(self.transformers, ENCODER_FAMILIES[family] + HEAD_SUFFIX[head])
+        suffix = MULTIPLE_CHOICE_SUFFIX if head == "multiple_choice" else HEAD_SUFFIX[head]
+        return getattr(self.transformers, ENCODER_FAMILIES[family] + suffix)
 
     def model(self, family: str, head: str, seed: int = 0, **changes):
         """A random transformers model in eval mode (QA heads get their two labels)."""
@@ -69,7 +93,7 @@ class Oracle:
         ids = np.random.default_rng(seed).integers(3, VOCAB, size=(2, 7))
         mask = np.ones((2, 7), dtype=np.int64)
         mask[1, 4:] = 0
-        ids[1, 4:] = 1 if family == "roberta" else 0
+        ids[1, 4:] = 1 if family in ("roberta", "xlm-roberta") else 0
         inputs = {"input_ids": ids, "attention_mask": mask}
         if family != "distilbert":
             types = np.zeros((2, 7), dtype=np.int64)

@@ -4,25 +4,49 @@ from .auto import (
     AutoConfig,
     AutoModel,
     AutoModelForCausalLM,
+    AutoModelForImageClassification,
     AutoModelForMaskedLM,
+    AutoModelForMultipleChoice,
     AutoModelForQuestionAnswering,
+    AutoModelForSeq2SeqLM,
     AutoModelForSequenceClassification,
     AutoModelForTokenClassification,
 )
 from .configuration import PretrainedConfig
-from .generation import GenerationMixin, KVCache
+from .generation import EncoderDecoderCache, GenerationMixin, KVCache, Seq2SeqGenerationMixin
+from .image_processing import AutoImageProcessor, ViTImageProcessor
 from .modeling import LoadReport, ModelOutput, PreTrainedModel
+from .models.albert import (
+    AlbertConfig,
+    AlbertForMaskedLM,
+    AlbertForMultipleChoice,
+    AlbertForQuestionAnswering,
+    AlbertForSequenceClassification,
+    AlbertForTokenClassification,
+    AlbertModel,
+)
 from .models.bert import (
     BertConfig,
     BertForMaskedLM,
+    BertForMultipleChoice,
     BertForQuestionAnswering,
     BertForSequenceClassification,
     BertForTokenClassification,
     BertModel,
 )
+from .models.deberta_v2 import (
+    DebertaV2Config,
+    DebertaV2ForMaskedLM,
+    DebertaV2ForMultipleChoice,
+    DebertaV2ForQuestionAnswering,
+    DebertaV2ForSequenceClassification,
+    DebertaV2ForTokenClassification,
+    DebertaV2Model,
+)
 from .models.distilbert import (
     DistilBertConfig,
     DistilBertForMaskedLM,
+    DistilBertForMultipleChoice,
     DistilBertForQuestionAnswering,
     DistilBertForSequenceClassification,
     DistilBertForTokenClassification,
@@ -55,10 +79,22 @@ from .models.qwen2 import (
 from .models.roberta import (
     RobertaConfig,
     RobertaForMaskedLM,
+    RobertaForMultipleChoice,
     RobertaForQuestionAnswering,
     RobertaForSequenceClassification,
     RobertaForTokenClassification,
     RobertaModel,
+)
+from .models.t5 import T5Config, T5EncoderModel, T5ForConditionalGeneration, T5Model
+from .models.vit import ViTConfig, ViTForImageClassification, ViTModel
+from .models.xlm_roberta import (
+    XLMRobertaConfig,
+    XLMRobertaForMaskedLM,
+    XLMRobertaForMultipleChoice,
+    XLMRobertaForQuestionAnswering,
+    XLMRobertaForSequenceClassification,
+    XLMRobertaForTokenClassification,
+    XLMRobertaModel,
 )
 from .tokenizer import AutoTokenizer, BatchEncoding, PreTrainedTokenizer
 from .version import __version__

@@ -14,7 +14,9 @@ from .hub import config_from, read_config, resolve_folder
 
 __all__ = ["AutoConfig", "AutoModel", "AutoModelForMaskedLM",
            "AutoModelForSequenceClassification", "AutoModelForTokenClassification",
-           "AutoModelForQuestionAnswering", "AutoModelForCausalLM", "architecture_for"]
+           "AutoModelForQuestionAnswering", "AutoModelForMultipleChoice", "AutoModelForCausalLM",
+           "AutoModelForSeq2SeqLM", "AutoModelForImageClassification",
+           "architecture_for"]
 
 
 def architecture_for(model_type, where: str = "the config"):
@@ -114,5 +116,21 @@ class AutoModelForQuestionAnswering(_AutoModel):
     head = "question_answering"
 
 
+class AutoModelForMultipleChoice(_AutoModel):
+    head = "multiple_choice"
+
+
 class AutoModelForCausalLM(_AutoModel):
     head = "causal_lm"
+
+
+class AutoModelForSeq2SeqLM(_AutoModel):
+    """An encoder–decoder with its LM head (T5ForConditionalGeneration)."""
+
+    head = "seq2seq_lm"
+
+
+class AutoModelForImageClassification(_AutoModel):
+    """An image classifier (ViTForImageClassification)."""
+
+    head = "image_classification"

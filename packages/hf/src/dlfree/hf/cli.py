@@ -204,11 +204,15 @@ class _Printer:
 def cmd_generate(args) -> int:
     import dlfree as dl
 
-    from .auto import AutoModelForCausalLM
+    from .auto import AutoConfig, AutoModelForCausalLM, AutoModelForSeq2SeqLM, architecture_for
     from .tokenizer import AutoTokenizer
 
     tokenizer = AutoTokenizer.from_pretrained(args.path)
-    model = AutoModelForCausalLM.from_pretrained(args.path)
+    config = AutoConfig.from_pretrained(args.path)
+    # an encoder–decoder (T5) answers the prompt; a causal LM continues it
+    seq2seq = "seq2seq_lm" in architecture_for(config.model_type).heads
+    auto = AutoModelForSeq2SeqLM if seq2seq else AutoModelForCausalLM
+    model = auto.from_pretrained(args.path, config=config)
     prompt = tokenizer(args.prompt, return_tensors="dl")
     generator = dl.Generator().manual_seed(args.seed) if args.seed is not None else None
     settings = dict(max_new_tokens=args.max_new_tokens, do_sample=args.do_sample,
@@ -220,7 +224,7 @@ def cmd_generate(args) -> int:
         out = model.generate(ids, mask, **settings)
         print(tokenizer.decode(out[0], skip_special_tokens=True))
         return 0
-    printer = _Printer(tokenizer, ids[0].tolist(), sys.stdout)
+    printer = _Printer(tokenizer, [] if seq2seq else ids[0].tolist(), sys.stdout)
     model.generate(ids, mask, streamer=printer, **settings)
     printer.finish()
     return 0

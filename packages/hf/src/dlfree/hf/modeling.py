@@ -26,6 +26,8 @@ from .hub import check_sizes, config_from, read_config, read_weights, resolve_fo
 __all__ = ["PreTrainedModel", "LoadReport", "ModelOutput", "BaseModelOutput",
            "BaseModelOutputWithPooling", "BaseModelOutputWithPast", "MaskedLMOutput",
            "SequenceClassifierOutput", "TokenClassifierOutput", "QuestionAnsweringModelOutput",
+           "MultipleChoiceModelOutput", "Seq2SeqModelOutput", "Seq2SeqLMOutput",
+           "ImageClassifierOutput",
            "CausalLMOutputWithPast", "ACTIVATIONS", "get_activation", "embedding", "padding_mask",
            "sequence_classification_loss", "token_classification_loss", "span_loss"]
 
@@ -101,6 +103,39 @@ class QuestionAnsweringModelOutput(ModelOutput):
     start_logits: Tensor | None = None
     end_logits: Tensor | None = None
     hidden_states: tuple[Tensor, ...] | None = None
+
+
+@dataclass
+class MultipleChoiceModelOutput(ModelOutput):
+    loss: Tensor | None = None
+    logits: Tensor | None = None
+    hidden_states: tuple[Tensor, ...] | None = None
+
+
+@dataclass
+class ImageClassifierOutput(ModelOutput):
+    loss: Tensor | None = None
+    logits: Tensor | None = None
+    hidden_states: tuple[Tensor, ...] | None = None
+
+
+@dataclass
+class Seq2SeqModelOutput(ModelOutput):
+    last_hidden_state: Tensor | None = None
+    past_key_values: Any = None
+    decoder_hidden_states: tuple[Tensor, ...] | None = None
+    encoder_last_hidden_state: Tensor | None = None
+    encoder_hidden_states: tuple[Tensor, ...] | None = None
+
+
+@dataclass
+class Seq2SeqLMOutput(ModelOutput):
+    loss: Tensor | None = None
+    logits: Tensor | None = None
+    past_key_values: Any = None
+    decoder_hidden_states: tuple[Tensor, ...] | None = None
+    encoder_last_hidden_state: Tensor | None = None
+    encoder_hidden_states: tuple[Tensor, ...] | None = None
 
 
 @dataclass

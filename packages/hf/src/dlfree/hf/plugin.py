@@ -9,9 +9,23 @@ from dlfree import hookimpl
 @hookimpl
 def dlfree_register_architectures(register):
     # Imported here, not at module level: discovering plugins must stay cheap.
-    from .models import bert, distilbert, gpt2, llama, mistral, qwen2, roberta
+    from .models import (
+        albert,
+        bert,
+        deberta_v2,
+        distilbert,
+        gpt2,
+        llama,
+        mistral,
+        qwen2,
+        roberta,
+        t5,
+        vit,
+        xlm_roberta,
+    )
 
-    for family in (bert, roberta, distilbert, gpt2, llama, mistral, qwen2):
+    for family in (bert, roberta, distilbert, gpt2, llama, mistral, qwen2, xlm_roberta, albert,
+                   t5, vit, deberta_v2):
         register(family.MODEL_TYPE, family.CONFIG, family.HEADS)
 
 

@@ -1,5 +1,7 @@
 """Task helpers over a model and its tokenizer: sentence embeddings, fill-mask, text and token
-classification, and extractive question answering, with the outputs of transformers' pipelines.
+classification, extractive question answering, multiple choice, text-to-text generation and
+image classification,
+with the outputs of transformers' pipelines.
 
 Each runs the model under `dl.no_grad()` in whatever mode it is in (from_pretrained leaves
 it in eval mode), and post-processes on the host: the results are small.
@@ -18,7 +20,8 @@ import numpy as np
 from .tokenizer import BatchEncoding, PreTrainedTokenizer
 
 __all__ = ["mean_pooling", "sentence_embeddings", "fill_mask", "classify_text",
-           "classify_tokens", "answer_question", "AGGREGATION_STRATEGIES"]
+           "classify_tokens", "answer_question", "choose", "text2text", "image_classification",
+           "AGGREGATION_STRATEGIES"]
 
 AGGREGATION_STRATEGIES = ("none", "simple", "first", "average", "max")
 _CLASSIFICATION_FUNCTIONS = ("softmax", "sigmoid", "none")
@@ -45,7 +48,7 @@ def _positive_int(value, name: str, what: str) -> None:
         raise ValueError(f"{what}: {name} must be a positive int, got {value!r}")
 
 
-def _run(model, encoding: BatchEncoding):
+def _run(model, encoding: BatchEncoding | dict):
     """The model's output on an encoding's arrays or tensors: those its forward accepts, on
     its device (a BERT tokenizer's token_type_ids are not passed to DistilBERT)."""
     accepted = inspect.signature(model.forward).parameters
@@ -155,19 +158,7 @@ def classify_text(model, tokenizer: PreTrainedTokenizer, texts, text_pair=None, 
     a list of them by decreasing score (all labels when `top_k=None`)."""
     _check_tokenizer(tokenizer, "classify_text")
     batch, single = _texts(texts, "classify_text")
-    if top_k is not None:
-        _positive_int(top_k, "top_k", "classify_text")
-    config = model.config
-    if function_to_apply is None:
-        if config.problem_type == "regression":
-            function_to_apply = "none"
-        elif config.problem_type == "multi_label_classification" or config.num_labels == 1:
-            function_to_apply = "sigmoid"
-        else:
-            function_to_apply = "softmax"
-    if function_to_apply not in _CLASSIFICATION_FUNCTIONS:
-        raise ValueError(f"classify_text: function_to_apply must be one of "
-                         f"{_CLASSIFICATION_FUNCTIONS}, got {function_to_apply!r}")
+    function_to_apply = _scoring(model.config, top_k, function_to_apply, "classify_text")
     if text_pair is not None:
         pairs, single_pair = _texts(text_pair, "classify_text (text_pair)")
         if single_pair != single or len(pairs) != len(batch):
@@ -176,19 +167,45 @@ def classify_text(model, tokenizer: PreTrainedTokenizer, texts, text_pair=None, 
         text_pair = pairs
     encoding = tokenizer(batch, text_pair, padding=True, truncation=True, return_tensors="dl")
     logits = _output(_run(model, encoding), "logits", "classify_text",
-                     "a sequence-classification model").float().numpy().astype(np.float64)
-    if function_to_apply == "softmax":
-        scores = _softmax(logits)
-    elif function_to_apply == "sigmoid":
-        scores = 1 / (1 + np.exp(-logits))
-    else:
-        scores = logits
-    results = []
-    for row in scores:
-        order = np.argsort(-row, kind="stable")
-        ranked = [{"label": config.id2label[int(i)], "score": float(row[i])} for i in order]
-        results.append(ranked[0] if top_k == 1 else ranked[:top_k])
+                     "a sequence-classification model")
+    results = [ranked[0] if top_k == 1 else ranked
+               for ranked in _ranked_labels(logits, model.config, top_k, function_to_apply)]
     return results[0] if single else results
+
+
+def _scoring(config, top_k, function_to_apply, what: str) -> str:
+    """The checked scoring function for a classifier's logits: `function_to_apply`, or by
+    default softmax, sigmoid for multi-label or one-label models, none for regression."""
+    if top_k is not None:
+        _positive_int(top_k, "top_k", what)
+    if function_to_apply is None:
+        if config.problem_type == "regression":
+            function_to_apply = "none"
+        elif config.problem_type == "multi_label_classification" or config.num_labels == 1:
+            function_to_apply = "sigmoid"
+        else:
+            function_to_apply = "softmax"
+    if function_to_apply not in _CLASSIFICATION_FUNCTIONS:
+        raise ValueError(f"{what}: function_to_apply must be one of "
+                         f"{_CLASSIFICATION_FUNCTIONS}, got {function_to_apply!r}")
+    return function_to_apply
+
+
+def _ranked_labels(logits: Tensor, config, top_k, function_to_apply: str) -> list[list[dict]]:
+    """Per row, the `top_k` best {"label" (from id2label), "score"} (all when None)."""
+    values = logits.float().numpy().astype(np.float64)
+    if function_to_apply == "softmax":
+        scores = _softmax(values)
+    elif function_to_apply == "sigmoid":
+        scores = 1 / (1 + np.exp(-values))
+    else:
+        scores = values
+    ranked = []
+    for row in scores:
+        order = np.argsort(-row, kind="stable")[:top_k]
+        ranked.append([{"label": config.id2label[int(i)], "score": float(row[i])}
+                       for i in order])
+    return ranked
 
 
 # --------------------------------------------------------- token classification
@@ -382,4 +399,73 @@ def answer_question(model, tokenizer: PreTrainedTokenizer, question, context, *,
                           "answer": ""})
         found.sort(key=lambda a: -a["score"])
         results.append(found[0] if top_k == 1 else found[:top_k])
+    return results[0] if single else results
+
+
+# ------------------------------------------------------------------ multiple choice
+def choose(model, tokenizer: PreTrainedTokenizer, question: str, choices, *,
+           max_length: int | None = None) -> dict:
+    """Which of `choices` best answers or continues `question`, by a multiple-choice model
+    (AutoModelForMultipleChoice): each (question, choice) pair is scored and the scores
+    softmaxed. Returns {"choice" (index), "answer" (its text), "scores" (one per choice)}."""
+    _check_tokenizer(tokenizer, "choose")
+    if not isinstance(question, str):
+        raise TypeError(f"choose: question must be a string, got {type(question).__name__}")
+    options, _ = _texts(choices, "choose (choices)")
+    encoding = tokenizer([question] * len(options), options, padding=True, truncation=True,
+                         max_length=max_length, return_tensors="np")
+    one_question = {k: v[None] for k, v in encoding.items()}  # (1, choices, sequence)
+    scores = _output(_run(model, one_question), "logits", "choose",
+                     "a multiple-choice model (AutoModelForMultipleChoice)").numpy()
+    if scores.shape != (1, len(options)):
+        raise TypeError(f"choose needs a multiple-choice model (AutoModelForMultipleChoice), "
+                        f"whose logits are (1, choices); this model gave {scores.shape}")
+    probabilities = _softmax(scores[0])
+    best = int(probabilities.argmax())
+    return {"choice": best, "answer": options[best], "scores": probabilities.tolist()}
+
+
+# ------------------------------------------------------------------------ text2text
+def text2text(model, tokenizer: PreTrainedTokenizer, texts, *, max_length: int | None = None,
+              **generate_kwargs):
+    """Text generated from each prompt by an encoder–decoder (AutoModelForSeq2SeqLM, e.g.
+    T5 with "translate English to German: ..."), as transformers' text2text-generation
+    pipeline: {"generated_text"} per prompt (a list of them per prompt with
+    num_return_sequences > 1); one string gives one result. Prompts are padded together and
+    truncated to `max_length` tokens (default: the tokenizer's limit); `generate_kwargs`
+    go to `model.generate` (max_new_tokens, num_beams, do_sample, ...)."""
+    _check_tokenizer(tokenizer, "text2text")
+    prompts, single = _texts(texts, "text2text")
+    if not getattr(model.config, "is_encoder_decoder", False) or not hasattr(model, "generate"):
+        raise TypeError(f"text2text needs an encoder–decoder with an LM head "
+                        f"(AutoModelForSeq2SeqLM), got {type(model).__name__}")
+    encoding = tokenizer(prompts, padding=True, truncation=True, max_length=max_length,
+                         return_tensors="dl")
+    device = next(iter(model.parameters())).device
+    out = model.generate(encoding["input_ids"].to(device),
+                         encoding["attention_mask"].to(device), **generate_kwargs)
+    decoded = tokenizer.batch_decode(out, skip_special_tokens=True)
+    per_prompt = generate_kwargs.get("num_return_sequences", 1)
+    results = []
+    for row in range(len(prompts)):
+        group = [{"generated_text": text}
+                 for text in decoded[row * per_prompt:(row + 1) * per_prompt]]
+        results.append(group if per_prompt > 1 else group[0])
+    return results[0] if single else results
+
+
+# ------------------------------------------------------------ image classification
+def image_classification(model, image_processor, images, *, top_k: int | None = 5,
+                         function_to_apply: str | None = None):
+    """The `top_k` best labels (from `config.id2label`) per image from an image classifier
+    (AutoModelForImageClassification), as transformers' image-classification pipeline: a
+    list of {"label", "score"} by decreasing score per image (all labels when
+    `top_k=None`); one image gives one list. `image_processor` (AutoImageProcessor) makes
+    the pixel values; scores are the softmax (see classify_text for `function_to_apply`)."""
+    function_to_apply = _scoring(model.config, top_k, function_to_apply, "image_classification")
+    single = not isinstance(images, (list, tuple))
+    pixels = image_processor(images if not single else [images], return_tensors="np")
+    logits = _output(_run(model, pixels), "logits", "image_classification",
+                     "an image classifier (AutoModelForImageClassification)")
+    results = _ranked_labels(logits, model.config, top_k, function_to_apply)
     return results[0] if single else results

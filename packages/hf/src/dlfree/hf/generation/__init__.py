@@ -1,7 +1,7 @@
-"""Text generation for causal LMs: the KV cache, logits processors, decoding loops and the
-`GenerationMixin` that gives models `generate`."""
+"""Text generation for causal LMs and encoder–decoders: the KV caches, logits processors,
+decoding loops and the mixins that give models `generate`."""
 
-from .cache import KVCache
+from .cache import EncoderDecoderCache, KVCache
 from .generate import DEFAULT_MAX_LENGTH, GenerationMixin
 from .logits import (
     LogitsProcessor,
@@ -11,3 +11,4 @@ from .logits import (
     TopKLogitsWarper,
     TopPLogitsWarper,
 )
+from .seq2seq import Seq2SeqGenerationMixin

@@ -7,7 +7,7 @@ from __future__ import annotations
 import dlfree as dl
 from dlfree import AutogradError, ShapeError, Tensor
 
-__all__ = ["KVCache"]
+__all__ = ["KVCache", "EncoderDecoderCache"]
 
 
 class _LayerCache:
@@ -64,7 +64,15 @@ class KVCache:
         entry.keys[:, :, entry.length:end] = key.array
         entry.values[:, :, entry.length:end] = value.array
         entry.length = end
-        return dl.as_tensor(entry.keys[:, :, :end]), dl.as_tensor(entry.values[:, :, :end])
+        return self.get(layer)
+
+    def get(self, layer: int) -> tuple[Tensor, Tensor]:
+        """`layer`'s keys and values so far (views into the cache)."""
+        if layer >= len(self._layers) or not self._layers[layer].length:
+            raise IndexError(f"KVCache.get: layer {layer} holds nothing yet")
+        entry = self._layers[layer]
+        return (dl.as_tensor(entry.keys[:, :, :entry.length]),
+                dl.as_tensor(entry.values[:, :, :entry.length]))
 
     def _grow(self, entry: _LayerCache, key: Tensor, value: Tensor, needed: int) -> None:
         xp = key.device.xp
@@ -95,3 +103,28 @@ class KVCache:
             if entry.keys is not None:
                 entry.keys = entry.xp.repeat(entry.keys, repeats, axis=0)
                 entry.values = entry.xp.repeat(entry.values, repeats, axis=0)
+
+
+class EncoderDecoderCache:
+    """An encoder–decoder's caches (as transformers' class of that name): the decoder's
+    self-attention keys and values, growing by a token per step, and each layer's
+    cross-attention keys and values over the encoder output, computed at the first step and
+    read at every later one."""
+
+    def __init__(self, reserve: int = 0):
+        self.self_attention = KVCache(reserve)
+        self.cross_attention = KVCache()
+
+    def get_seq_length(self, layer: int = 0) -> int:
+        """How many decoder positions the cache holds."""
+        return self.self_attention.get_seq_length(layer)
+
+    def reorder(self, indices) -> None:
+        """Keep batch rows `indices` in both caches (beam search)."""
+        self.self_attention.reorder(indices)
+        self.cross_attention.reorder(indices)
+
+    def repeat_interleave(self, repeats: int) -> None:
+        """Repeat every batch row `repeats` times in both caches."""
+        self.self_attention.repeat_interleave(repeats)
+        self.cross_attention.repeat_interleave(repeats)

@@ -120,7 +120,7 @@ class GenerationMixin:
         search). `use_cache=False` recomputes the whole sequence every step (same tokens,
         slower)."""
         ids = _prompt(input_ids)
-        batch, prompt_length = ids.shape
+        start_length = self._start_length(ids)
         eos = _token_list(eos_token_id if eos_token_id is not None
                           else self.config.eos_token_id, "eos_token_id")
         pad = pad_token_id if pad_token_id is not None else self.config.pad_token_id
@@ -132,47 +132,62 @@ class GenerationMixin:
             raise ValueError(f"generate: pad_token_id must be a token id (int >= 0) or None, "
                              f"got {pad!r}")
         if max_new_tokens is not None:
-            max_length = prompt_length + _count(max_new_tokens, "max_new_tokens")
+            max_length = start_length + _count(max_new_tokens, "max_new_tokens")
         elif max_length is None:
             max_length = DEFAULT_MAX_LENGTH
-        if not _is_int(max_length) or max_length <= prompt_length:
+        if not _is_int(max_length) or max_length <= start_length:
             raise ValueError(f"generate: max_length={max_length!r} leaves no room after the "
-                             f"prompt of {prompt_length} tokens; give max_new_tokens instead")
+                             f"{start_length} tokens decoding starts from; give "
+                             "max_new_tokens instead")
         _check_options(num_beams, num_return_sequences, do_sample, early_stopping,
                        length_penalty, streamer, generator)
 
         xp = ids.device.xp
-        mask = self._prompt_mask(ids, attention_mask, pad, eos)
-        rows = batch
-        if num_beams == 1 and num_return_sequences > 1:
-            rows = batch * num_return_sequences
-            ids = dl.as_tensor(xp.repeat(ids.array, num_return_sequences, axis=0))
-            mask = None if mask is None else xp.repeat(mask, num_return_sequences, axis=0)
+        copies = num_return_sequences if num_beams == 1 else 1
+        with dl.no_grad():
+            start, mask, feed = self._decoding_setup(ids, attention_mask, pad, eos, copies,
+                                                     max_length, use_cache)
         processors = _processors(mask, do_sample, temperature, top_k, top_p,
                                  repetition_penalty, num_beams, eos, xp)
-        positions = None
-        if mask is not None:
-            full = xp.ones((rows, max_length), dtype=mask.dtype)
-            full[:, :prompt_length] = mask
-            mask = full
-            positions = xp.where(mask == 0, 0, xp.cumsum(mask, axis=1) - 1)
-        feed = ModelFeed(self, mask, positions, use_cache, max_length, ids.device)
         with dl.no_grad():
             if num_beams > 1:
                 # transformers' filler for short hypotheses: the pad id, but the first end
                 # token when the pad id is 0 (falsy) or unset, and -1 without end tokens
                 fill = -1 if eos is None else (pad or eos[0])
-                out = beam_search(feed, ids.array, max_length, processors, num_beams,
+                out = beam_search(feed, start, max_length, processors, num_beams,
                                   float(length_penalty), early_stopping,
                                   None if eos is None else xp.asarray(eos), fill,
                                   num_return_sequences, do_sample, generator, ids.device)
                 return dl.as_tensor(out)
-            tokens = xp.empty((rows, max_length), dtype=ids.array.dtype)
-            tokens[:, :prompt_length] = ids.array
-            length = decode(feed, tokens, prompt_length, max_length, processors, do_sample,
+            tokens = xp.empty((start.shape[0], max_length), dtype=start.dtype)
+            tokens[:, :start_length] = start
+            length = decode(feed, tokens, start_length, max_length, processors, do_sample,
                             generator, None if eos is None else xp.asarray(eos), pad,
                             streamer, ids.device)
         return dl.as_tensor(tokens[:, :length].copy())
+
+    def _start_length(self, ids: Tensor) -> int:
+        """How many tokens decoding continues from: a causal LM continues its prompt."""
+        return ids.shape[1]
+
+    def _decoding_setup(self, ids: Tensor, attention_mask, pad, eos, copies: int,
+                        max_length: int, use_cache: bool):
+        """(the tokens decoding continues, (rows, start length) array; the prompt's padding
+        mask for the logits processors, or None; the ModelFeed), each prompt repeated
+        `copies` times. A causal LM continues the prompt itself; positions count from each
+        row's first real token."""
+        xp = ids.device.xp
+        mask = self._prompt_mask(ids, attention_mask, pad, eos)
+        start = ids.array
+        if copies > 1:
+            start = xp.repeat(start, copies, axis=0)
+            mask = None if mask is None else xp.repeat(mask, copies, axis=0)
+        full = positions = None
+        if mask is not None:
+            full = xp.ones((start.shape[0], max_length), dtype=mask.dtype)
+            full[:, :start.shape[1]] = mask
+            positions = xp.where(full == 0, 0, xp.cumsum(full, axis=1) - 1)
+        return start, mask, ModelFeed(self, full, positions, use_cache, max_length, ids.device)
 
     def _prompt_mask(self, ids: Tensor, attention_mask, pad, eos):
         """The prompt's padding mask as an array, or None when nothing is padded. Without a

@@ -28,7 +28,9 @@ from ..modeling import (
 from .encoder import (
     LayerStack,
     encode,
+    flatten_choices,
     masked_lm_output,
+    multiple_choice_output,
     question_answering_output,
     self_attention,
     sequence_classifier_output,
@@ -38,7 +40,8 @@ from .encoder import (
 
 __all__ = ["BertConfig", "BertPreTrainedModel", "BertModel", "BertForMaskedLM",
            "BertForSequenceClassification", "BertForTokenClassification",
-           "BertForQuestionAnswering", "BertSelfAttention", "BertEncoder", "BertPooler"]
+           "BertForQuestionAnswering", "BertForMultipleChoice", "BertSelfAttention",
+           "BertEncoder", "BertPooler"]
 
 
 @attrs.define(kw_only=True, slots=False)
@@ -75,16 +78,17 @@ class BertConfig(PretrainedConfig):
 
 # ------------------------------------------------------------------------ layers
 class BertEmbeddings(nn.Module):
-    """Word + position + token-type embeddings, then LayerNorm and dropout."""
+    """Word + position + token-type embeddings, then LayerNorm and dropout; `width` is the
+    hidden size unless the family factorises its embeddings (ALBERT)."""
 
-    def __init__(self, config: BertConfig):
+    def __init__(self, config: BertConfig, width: int | None = None):
         super().__init__()
-        self.word_embeddings = embedding(config.vocab_size, config.hidden_size,
-                                            padding_idx=config.pad_token_id)
-        self.position_embeddings = embedding(config.max_position_embeddings,
-                                                config.hidden_size)
-        self.token_type_embeddings = embedding(config.type_vocab_size, config.hidden_size)
-        self.LayerNorm = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps)
+        width = width or config.hidden_size
+        self.word_embeddings = embedding(config.vocab_size, width,
+                                         padding_idx=config.pad_token_id)
+        self.position_embeddings = embedding(config.max_position_embeddings, width)
+        self.token_type_embeddings = embedding(config.type_vocab_size, width)
+        self.LayerNorm = nn.LayerNorm(width, eps=config.layer_norm_eps)
         self.dropout = nn.Dropout(config.hidden_dropout_prob)
 
     def position_ids(self, input_ids):
@@ -218,13 +222,15 @@ class BertModel(BertPreTrainedModel):
     """The BERT encoder: `last_hidden_state` (batch, sequence, hidden) and, with the pooling
     layer, `pooler_output` (batch, hidden)."""
 
-    embeddings_class = BertEmbeddings
+    embeddings_class: type[nn.Module] = BertEmbeddings
+    encoder_class: type[nn.Module] = BertEncoder
+    pooler_class: type[nn.Module] = BertPooler
 
     def __init__(self, config: BertConfig, add_pooling_layer: bool = True):
         super().__init__(config)
         self.embeddings = self.embeddings_class(config)
-        self.encoder = BertEncoder(config)
-        self.pooler = BertPooler(config) if add_pooling_layer else None
+        self.encoder = self.encoder_class(config)
+        self.pooler = self.pooler_class(config) if add_pooling_layer else None
         self.post_init()
 
     def forward(self, input_ids=None, attention_mask=None, token_type_ids=None,
@@ -358,9 +364,35 @@ class BertForQuestionAnswering(BertPreTrainedModel):
                                          start_positions, end_positions, out.hidden_states)
 
 
+class BertForMultipleChoice(BertPreTrainedModel):
+    """One score per choice: each (context, choice) sequence of the (batch, choices,
+    sequence) inputs through the encoder, and a linear scorer on its pooled output;
+    `labels` (the right choice's index) gives the cross-entropy over the choices."""
+
+    def __init__(self, config: BertConfig):
+        super().__init__(config)
+        self._add_base_model(config, add_pooling_layer=True)
+        self.dropout = nn.Dropout(self.choice_dropout_rate(config))
+        self.classifier = nn.Linear(config.hidden_size, 1)
+        self.post_init()
+
+    @staticmethod
+    def choice_dropout_rate(config: BertConfig) -> float:
+        return classifier_dropout_rate(config)
+
+    def forward(self, input_ids=None, attention_mask=None, token_type_ids=None,
+                position_ids=None, labels=None, output_hidden_states: bool = False):
+        choices, *flat = flatten_choices(input_ids, attention_mask, token_type_ids,
+                                         position_ids)
+        out = self._run_base_model(*flat, output_hidden_states)
+        scores = self.classifier(self.dropout(out.pooler_output))
+        return multiple_choice_output(scores, choices, labels, out.hidden_states)
+
+
 MODEL_TYPE = "bert"
 CONFIG = BertConfig
 HEADS = {"base": BertModel, "masked_lm": BertForMaskedLM,
          "sequence_classification": BertForSequenceClassification,
          "token_classification": BertForTokenClassification,
-         "question_answering": BertForQuestionAnswering}
+         "question_answering": BertForQuestionAnswering,
+         "multiple_choice": BertForMultipleChoice}

@@ -29,7 +29,9 @@ from ..modeling import (
 from .encoder import (
     LayerStack,
     encode,
+    flatten_choices,
     masked_lm_output,
+    multiple_choice_output,
     question_answering_output,
     self_attention,
     sequence_classifier_output,
@@ -39,7 +41,8 @@ from .encoder import (
 
 __all__ = ["DistilBertConfig", "DistilBertPreTrainedModel", "DistilBertModel",
            "DistilBertForMaskedLM", "DistilBertForSequenceClassification",
-           "DistilBertForTokenClassification", "DistilBertForQuestionAnswering"]
+           "DistilBertForTokenClassification", "DistilBertForQuestionAnswering",
+           "DistilBertForMultipleChoice"]
 
 LAYER_NORM_EPS = 1e-12  # fixed in DistilBERT, not a config field
 
@@ -267,9 +270,32 @@ class DistilBertForQuestionAnswering(DistilBertPreTrainedModel):
                                          start_positions, end_positions, out.hidden_states)
 
 
+class DistilBertForMultipleChoice(DistilBertPreTrainedModel):
+    """One score per choice: on each (context, choice) sequence's first token,
+    pre_classifier, ReLU, dropout and a linear scorer; `labels` (the right choice's index)
+    gives the cross-entropy over the choices."""
+
+    def __init__(self, config: DistilBertConfig):
+        super().__init__(config)
+        self.distilbert = DistilBertModel(config)
+        self.pre_classifier = nn.Linear(config.dim, config.dim)
+        self.classifier = nn.Linear(config.dim, 1)
+        self.dropout = nn.Dropout(config.seq_classif_dropout)
+        self.post_init()
+
+    def forward(self, input_ids=None, attention_mask=None, position_ids=None, labels=None,
+                output_hidden_states: bool = False):
+        choices, *flat = flatten_choices(input_ids, attention_mask, position_ids)
+        out = self.distilbert(*flat, output_hidden_states)
+        pooled = F.relu(self.pre_classifier(out.last_hidden_state[:, 0]))
+        scores = self.classifier(self.dropout(pooled))
+        return multiple_choice_output(scores, choices, labels, out.hidden_states)
+
+
 MODEL_TYPE = "distilbert"
 CONFIG = DistilBertConfig
 HEADS = {"base": DistilBertModel, "masked_lm": DistilBertForMaskedLM,
          "sequence_classification": DistilBertForSequenceClassification,
          "token_classification": DistilBertForTokenClassification,
-         "question_answering": DistilBertForQuestionAnswering}
+         "question_answering": DistilBertForQuestionAnswering,
+         "multiple_choice": DistilBertForMultipleChoice}

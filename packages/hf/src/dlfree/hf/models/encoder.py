@@ -1,6 +1,6 @@
-"""Pieces the bidirectional encoder families (BERT, RoBERTa, DistilBERT) share: input checks,
-multi-head self-attention, the layer stack and a run through embeddings and layers, and the
-task heads' outputs and losses."""
+"""Pieces the bidirectional encoder families (BERT, RoBERTa, DistilBERT, ALBERT) share: input
+checks, multi-head self-attention, the layer stack and a run through embeddings and layers, the
+multiple-choice reshaping, and the task heads' outputs and losses."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from dlfree import nn
 from ..configuration import PretrainedConfig
 from ..modeling import (
     MaskedLMOutput,
+    MultipleChoiceModelOutput,
     QuestionAnsweringModelOutput,
     SequenceClassifierOutput,
     TokenClassifierOutput,
@@ -116,3 +117,27 @@ def question_answering_output(qa_outputs: nn.Linear, sequence_output, start_posi
         if start_positions is not None and end_positions is not None else None
     return QuestionAnsweringModelOutput(loss=loss, start_logits=start, end_logits=end,
                                         hidden_states=hidden_states)
+
+
+def flatten_choices(input_ids, *optional_inputs):
+    """Multiple-choice inputs (batch, choices, sequence) as (batch * choices, sequence) ones
+    for the encoder, and the number of choices; None stays None."""
+    if input_ids is None:
+        raise ValueError("input_ids is required: a (batch, choices, sequence) tensor of "
+                         "token ids, one sequence per (context, choice) pair")
+    ids = input_ids if isinstance(input_ids, dl.Tensor) else dl.as_tensor(input_ids)
+    if ids.ndim != 3:
+        raise dl.ShapeError(f"multiple choice takes input_ids of shape (batch, choices, "
+                            f"sequence), got {tuple(ids.shape)}")
+    flat = [None if x is None else optional_ids(x).reshape(-1, x.shape[-1])
+            for x in optional_inputs]
+    return ids.shape[1], ids.reshape(-1, ids.shape[-1]), *flat
+
+
+def multiple_choice_output(scores, num_choices: int, labels,
+                           hidden_states) -> MultipleChoiceModelOutput:
+    """One score per (context, choice) sequence as (batch, choices) logits, with the
+    cross-entropy over the choices when `labels` (the right choice's index) are given."""
+    logits = scores.reshape(-1, num_choices)
+    loss = token_classification_loss(logits, labels) if labels is not None else None
+    return MultipleChoiceModelOutput(loss=loss, logits=logits, hidden_states=hidden_states)

@@ -15,6 +15,7 @@ from .bert import (
     BertConfig,
     BertEmbeddings,
     BertForMaskedLM,
+    BertForMultipleChoice,
     BertForQuestionAnswering,
     BertForTokenClassification,
     BertModel,
@@ -25,7 +26,7 @@ from .encoder import sequence_classifier_output
 
 __all__ = ["RobertaConfig", "RobertaPreTrainedModel", "RobertaModel", "RobertaForMaskedLM",
            "RobertaForSequenceClassification", "RobertaForTokenClassification",
-           "RobertaForQuestionAnswering"]
+           "RobertaForQuestionAnswering", "RobertaForMultipleChoice"]
 
 
 @attrs.define(kw_only=True, slots=False)
@@ -137,9 +138,18 @@ class RobertaForQuestionAnswering(RobertaPreTrainedModel, BertForQuestionAnsweri
     """Start and end logits of the answer span over the tokens (extractive QA)."""
 
 
+class RobertaForMultipleChoice(RobertaPreTrainedModel, BertForMultipleChoice):
+    """One score per choice from the pooled output of each (context, choice) sequence."""
+
+    @staticmethod
+    def choice_dropout_rate(config: BertConfig) -> float:
+        return config.hidden_dropout_prob  # RoBERTa's scorer ignores classifier_dropout
+
+
 MODEL_TYPE = "roberta"
 CONFIG = RobertaConfig
 HEADS = {"base": RobertaModel, "masked_lm": RobertaForMaskedLM,
          "sequence_classification": RobertaForSequenceClassification,
          "token_classification": RobertaForTokenClassification,
-         "question_answering": RobertaForQuestionAnswering}
+         "question_answering": RobertaForQuestionAnswering,
+         "multiple_choice": RobertaForMultipleChoice}
