@@ -6,7 +6,8 @@
 
 import sys as _sys
 from pkgutil import extend_path
-from typing import Any
+from types import ModuleType
+from typing import TYPE_CHECKING
 
 __path__ = extend_path(__path__, __name__)
 
@@ -75,6 +76,7 @@ from .ops.complex_numbers import *  # noqa: E402,F403
 from .ops.counting import *  # noqa: E402,F403
 from .ops.decomposition import *  # noqa: E402,F403
 from .ops.elementwise import *  # noqa: E402,F403
+from .ops.grouped import *  # noqa: E402,F403
 from .ops.indexing import *  # noqa: E402,F403
 from .ops.inplace import *  # noqa: E402,F403
 from .ops.linalg import *  # noqa: E402,F403
@@ -83,7 +85,6 @@ from .ops.pointwise import *  # noqa: E402,F403
 from .ops.products import *  # noqa: E402,F403
 from .ops.reduction import *  # noqa: E402,F403
 from .ops.sampling import *  # noqa: E402,F403
-from .ops.scatter import *  # noqa: E402,F403
 from .ops.shape import *  # noqa: E402,F403
 from .ops.softmax import *  # noqa: E402,F403
 from .ops.sorting import *  # noqa: E402,F403
@@ -107,7 +108,11 @@ device = Device
 
 
 
-def __getattr__(name: str) -> Any:
+if TYPE_CHECKING:  # made on first use by __getattr__; declared so type checkers see it
+    bfloat16: DType
+
+
+def __getattr__(name: str) -> ModuleType:
     if name == "bfloat16":  # made on first use (importing ml_dtypes is slow), see dtypes
         try:
             return dtypes.bfloat16_dtype()

@@ -28,6 +28,7 @@ from .complex_numbers import *  # noqa: F403
 from .counting import *  # noqa: F403
 from .decomposition import *  # noqa: F403
 from .elementwise import *  # noqa: F403
+from .grouped import *  # noqa: F403
 from .indexing import *  # noqa: F403
 from .inplace import *  # noqa: F403
 from .linalg import *  # noqa: F403
@@ -36,7 +37,6 @@ from .pointwise import *  # noqa: F403
 from .products import *  # noqa: F403
 from .reduction import *  # noqa: F403
 from .sampling import *  # noqa: F403
-from .scatter import *  # noqa: F403
 from .shape import *  # noqa: F403
 from .softmax import *  # noqa: F403
 from .sorting import *  # noqa: F403
@@ -44,7 +44,7 @@ from .special import *  # noqa: F403
 from .statistics import *  # noqa: F403
 
 TENSOR_FAMILIES = ("cast", "comparison", "elementwise", "indexing", "inplace", "linalg",
-                   "reduction", "scatter", "shape", "softmax", "combining", "counting", "placing",
+                   "reduction", "grouped", "shape", "softmax", "combining", "counting", "placing",
                    "pointwise", "products", "sampling", "sorting", "special", "statistics",
                    "complex_numbers", "decomposition")
 __all__ = [name for family in TENSOR_FAMILIES
