@@ -218,7 +218,8 @@ def test_e_everything_and_a_third_party_layer_in_a_model_file(tmp_path, venv, wh
         from dlfree import hf
         print(sorted(dl.registry.architectures.names()), "torch" in sys.modules)
     """).stdout.strip()
-    assert no_torch == ("['bert', 'distilbert', 'gpt2', 'llama', 'mistral', 'qwen2', 'roberta'] "
+    assert no_torch == ("['albert', 'bert', 'deberta-v2', 'distilbert', 'gpt2', 'llama', "
+                        "'mistral', 'qwen2', 'roberta', 't5', 'vit', 'xlm-roberta'] "
                         "False")
     missing = venv.run(f"""
         import dlfree as dl

@@ -128,7 +128,10 @@ def test_an_interrupted_or_failed_run_ends_the_page_and_writes_the_report(mlp, l
     page = (tmp_path / "dashboard.html").read_text()
     events = json.loads(re.search(r'id="frozen-events">(.*?)</script>', page).group(1))
     assert events[-1]["kind"] == "end"
-    assert events[-1]["status"] == "stopped by RuntimeError: disk on fire"
+    # the error as the Trainer raised it: wrapped to name the callback and the event
+    assert events[-1]["status"] == ("stopped by CallbackError[RuntimeError]: callback Boom "
+                                    "(trainer.callbacks[1]) raised in dlfree_train_batch_end: "
+                                    "RuntimeError: disk on fire")
 
 
 def test_the_frozen_report_holds_every_event_and_needs_no_server(mlp, loaders, tmp_path):

@@ -315,7 +315,7 @@ def test_config_timings_and_state_are_reported(mlp, loaders, tmp_path):
     ({"metrics": [Accuracy(task="binary"), Accuracy(task="binary")]}, ValueError,
      "two metrics are named 'accuracy'"),
     ({"loss_fn": "mse"}, TypeError, "loss_fn must be callable, got str"),
-    ({"amp": "bfloat16"}, TypeError, "bfloat16"),
+    ({"amp": "int8"}, dl.DTypeError, "dtype must be dlfree.float16 or dlfree.bfloat16"),
 ])
 def test_bad_settings_are_explained(mlp, options, error, match):
     model = mlp()

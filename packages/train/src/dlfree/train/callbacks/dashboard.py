@@ -77,6 +77,7 @@ class Dashboard:
 
     @hookimpl
     def dlfree_train_epoch_end(self, trainer):
+        self.monitor.sample_resources()
         self.monitor.sync()
         self._progress(trainer, force=True)
 

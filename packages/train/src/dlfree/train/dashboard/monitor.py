@@ -160,6 +160,13 @@ class Monitor:
             published[name] = len(series)
         self.take_samples()
 
+    def sample_resources(self) -> None:
+        """Take a resource sample now (when resources are sampled): the Dashboard does at
+        each epoch's end, so the history, and the checkpoint written then, holds at least
+        one sample per epoch however short the epoch is."""
+        if self._sampler is not None:
+            self._sampler.sample_now()
+
     def take_samples(self) -> None:
         """Move the resource samples taken since the last call into the history; they are
         not sent again as points, having reached the page as resource events."""
