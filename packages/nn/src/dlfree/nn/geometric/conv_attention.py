@@ -57,7 +57,12 @@ class _GATBase(Module):
         if self.add_self_loops:
             edge_index, edge_attr = _with_loops(edge_index, edge_attr, x.shape[0],
                                                 self.fill_value)
-        return edge_index, edge_attr
+        # sorted by target once here, so that the step's grouped reductions by target (the
+        # softmax's max and sum, the aggregation, and their adjoints) find their ids sorted
+        # and skip a sort each: on a 500k-edge graph those sorts were most of a GAT step
+        order = dl.argsort(edge_index[1], stable=True)
+        edge_index = edge_index[:, order]
+        return edge_index, (None if edge_attr is None else edge_attr[order])
 
     def _aggregate(self, scores, values, edge_index, n):
         """softmax the (E, heads) scores per target, drop some in training, weight the
