@@ -16,10 +16,6 @@ Every test's ranks return from `fit` (the harness fails a job that hangs).
 from __future__ import annotations
 
 import io
-import subprocess
-import sys
-import textwrap
-import time
 
 import dlfree as dl
 import dlfree.distributed as dist
@@ -29,6 +25,8 @@ from dlfree.metrics import Accuracy
 
 import numpy as np
 import pytest
+
+from support.mpi import run_failing_trainer
 
 pytestmark = pytest.mark.mpi
 WORLD_SIZES = (3,)
@@ -126,33 +124,10 @@ def test_settings_it_cannot_honour_are_refused(mpi_job):
     mpi_job.check(ranks_settings_it_cannot_honour_are_refused)
 
 
-FAILING = textwrap.dedent("""
-    import dlfree as dl
-    import dlfree.distributed as dist
-    from dlfree import nn, optim
-    from dlfree.data import DataLoader, TensorDataset
-
-    class Boom:
-        def dlfree_train_batch_end(self, trainer, batch, batch_index, loss, outputs):
-            if dist.get_rank() == 2 and batch_index == 3:
-                raise RuntimeError("boom in a callback on a worker")
-
-    data = TensorDataset(dl.randn(256, 4), dl.randint(0, 2, (256,)))
-    model = nn.Linear(4, 2)
-    trainer = dl.train.Trainer(model, optim.SGD(model.parameters(), lr=0.1),
-                               nn.CrossEntropyLoss(), max_epochs=1000, callbacks=[Boom()],
-                               strategy="parameter_server")
-    trainer.fit(DataLoader(data, batch_size=8, shuffle=True))
-""")
-
-
 def test_an_exception_on_a_worker_ends_every_rank(tmp_path, mpiexec):
-    script = tmp_path / "fail.py"
-    script.write_text(FAILING)
-    started = time.monotonic()
-    done = subprocess.run([mpiexec, "-n", "3", sys.executable, str(script)],
-                          capture_output=True, text=True, timeout=60)
-    assert time.monotonic() - started < 30
+    seconds, done = run_failing_trainer(mpiexec, tmp_path, size=3, rank=2,
+                                        options=', strategy="parameter_server"')
+    assert seconds < 30
     assert done.returncode != 0
     # the callback's error, wrapped by the Trainer to name the callback
     raised = "rank 2 of 3 raised an uncaught CallbackError[RuntimeError]"

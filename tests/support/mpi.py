@@ -20,6 +20,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -107,3 +108,37 @@ def job_for(module, size: int, tmp_path_factory) -> Job:
         logs = tmp_path_factory.mktemp(f"{Path(module.__file__).stem}-{size}ranks")
         _JOBS[key] = run_job(Path(module.__file__), names, size, logs)
     return _JOBS[key]
+
+
+# A Trainer on every rank whose callback raises on one rank at batch 3 (`{rank}`), with the
+# Trainer options `{options}`: the abort tests check that this ends the whole job.
+_FAILING_TRAINER = """\
+import dlfree as dl
+import dlfree.distributed as dist
+from dlfree import nn, optim
+from dlfree.data import DataLoader, TensorDataset
+
+class Boom:
+    def dlfree_train_batch_end(self, trainer, batch, batch_index, loss, outputs):
+        if dist.get_rank() == {rank} and batch_index == 3:
+            raise RuntimeError("boom in a callback on rank {rank}")
+
+data = TensorDataset(dl.randn(256, 4), dl.randint(0, 2, (256,)))
+model = nn.Linear(4, 2)
+trainer = dl.train.Trainer(model, optim.SGD(model.parameters(), lr=0.1),
+                           nn.CrossEntropyLoss(), max_epochs=1000, callbacks=[Boom()]{options})
+trainer.fit(DataLoader(data, batch_size=8, shuffle=True))
+"""
+
+
+def run_failing_trainer(mpiexec: str, tmp_path: Path, size: int, rank: int,
+                        options: str = "") -> tuple[float, subprocess.CompletedProcess]:
+    """Run `_FAILING_TRAINER` as `mpiexec -n size`, failing on `rank`; returns (seconds it
+    took, the finished process). `options` is appended to the Trainer's arguments
+    (such as ', strategy="parameter_server"')."""
+    script = tmp_path / "fail.py"
+    script.write_text(_FAILING_TRAINER.format(rank=rank, options=options))
+    started = time.monotonic()
+    done = subprocess.run([mpiexec, "-n", str(size), sys.executable, str(script)],
+                          capture_output=True, text=True, timeout=60)
+    return time.monotonic() - started, done
