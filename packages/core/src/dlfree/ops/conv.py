@@ -10,7 +10,9 @@ The columns come in one of two layouts. im2col copies every window out, (C * K, 
 for a single GEMM, and col2im adds them back. A window of stride 1 has the shifted layout
 (`backends.im2col.Shifted`) instead, in which each kernel tap's columns are a shifted
 view of the padded image: a GEMM per tap, after the taps of the last kernel dims are
-copied into the rows to make it deep enough, sums to the result with far less copying.
+copied into the rows to make it deep enough, sums to the result with far less copying. A 1x1 kernel of stride 1 without padding needs
+no columns at all (`_pointwise`): each image, (C, L) as it lies, is the GEMM's operand,
+so the convolution and both its duals are batched GEMMs over the images with no copy.
 `unfold` and `fold` are im2col and col2im on their own, each the other's adjoint.
 """
 
@@ -139,6 +141,11 @@ class _Columns:
     def __init__(self, device, x, window, groups: int, out_channels: int):
         self.xp, self.window, self.groups = device.xp, window, groups
         channels = x.shape[1] // groups
+        self.pointwise = _pointwise(window)
+        if self.pointwise:  # the images are their own columns, (N, groups, C/groups, L)
+            self.layout = None
+            self.matrix = x.reshape(x.shape[0], groups, channels, math.prod(window.grid))
+            return
         self.layout = Shifted.of(window, x.shape[0]) if channels else None
         if self.layout is not None:
             self.inner = _inner_dims(channels, window.kernel)
@@ -153,6 +160,12 @@ class _Columns:
         """x ⋆ w (+ bias, one per output channel) as (N, O, *grid)."""
         xp, groups, layout = self.xp, self.groups, self.layout
         out_channels = w.shape[0]
+        if self.pointwise:
+            y = xp.matmul(w.reshape(groups, out_channels // groups, w.shape[1]), self.matrix)
+            y = y.reshape((y.shape[0], out_channels) + self.window.grid)
+            if bias is not None:
+                y += bias.reshape((-1,) + (1,) * len(self.window.grid))
+            return y
         if layout is None:
             y = w.reshape(groups, out_channels // groups, -1) @ self.matrix
             y = y.reshape((out_channels, -1) + self.window.grid).swapaxes(0, 1)
@@ -176,6 +189,9 @@ class _Columns:
     def weight_grad(self, y, shape: tuple):
         """The gradient of the weights, of `shape`, for the output gradient `y`."""
         xp, groups, layout = self.xp, self.groups, self.layout
+        if self.pointwise:  # per image, then summed over the batch
+            y = y.reshape(self.matrix.shape[:2] + (shape[0] // groups, self.matrix.shape[3]))
+            return xp.matmul(y, self.matrix.swapaxes(2, 3)).sum(axis=0).reshape(shape)
         if layout is None:
             w = _channels_first(xp, y, groups) @ self.matrix.transpose(0, 2, 1)
             return w.reshape(shape)
@@ -187,6 +203,13 @@ class _Columns:
         for i, shift in enumerate(self.outer):
             xp.matmul(self.matrix[:, :, shift:shift + span], grads.swapaxes(1, 2), out=rows[i])
         return _weight_from_rows(rows.swapaxes(2, 3), shape, groups, self.inner)
+
+
+def _pointwise(window: Window) -> bool:
+    """Whether `window` is a 1x1 kernel of stride 1 without padding: then a convolution
+    is a plain GEMM of the weights and each image as it is, (C, L), with no copy."""
+    return math.prod(window.kernel) == 1 and all(s == 1 for s in window.stride) and \
+        not any(lo or hi for lo, hi in window.pads)
 
 
 def _adjoint_window(window: Window):
@@ -270,6 +293,11 @@ def _convolve_transposed(device, y, w, window, groups: int):
     """
     xp, d = device.xp, len(window.kernel)
     out_channels, channels = w.shape[0] // groups, w.shape[1]
+    if _pointwise(window):
+        w_t = w.reshape(groups, out_channels, channels).swapaxes(1, 2)
+        y = y.reshape(y.shape[0], groups, out_channels, math.prod(window.grid))
+        x = xp.matmul(w_t, y)
+        return x.reshape((y.shape[0], groups * channels) + window.size)
     layout = Shifted.of(window, y.shape[0]) if w.size else None
     if layout is not None and channels < out_channels:
         rows = _weight_rows(w, groups, d)[0].swapaxes(1, 2)  # (groups, T * C/g, O/g)
