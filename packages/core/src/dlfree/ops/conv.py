@@ -10,9 +10,10 @@ The columns come in one of two layouts. im2col copies every window out, (C * K, 
 for a single GEMM, and col2im adds them back. A window of stride 1 has the shifted layout
 (`backends.im2col.Shifted`) instead, in which each kernel tap's columns are a shifted
 view of the padded image: a GEMM per tap, after the taps of the last kernel dims are
-copied into the rows to make it deep enough, sums to the result with far less copying. A 1x1 kernel of stride 1 without padding needs
-no columns at all (`_pointwise`): each image, (C, L) as it lies, is the GEMM's operand,
-so the convolution and both its duals are batched GEMMs over the images with no copy.
+copied into the rows to make it deep enough, sums to the result with far less copying.
+A 1x1 kernel of stride 1 without padding needs no columns at all (`_pointwise`): each
+image, (C, L) as it lies, is the GEMM's operand, so the convolution and both its duals
+are batched GEMMs over the images with no copy.
 `unfold` and `fold` are im2col and col2im on their own, each the other's adjoint.
 """
 
