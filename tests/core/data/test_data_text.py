@@ -83,3 +83,6 @@ def test_tiny_shakespeare_without_the_file_says_where_to_get_it(tmp_path):
         TinyShakespeare(tmp_path, seq_len=8)
     with pytest.raises(ValueError, match="split must be 'train' or 'val'"):
         TinyShakespeare(tmp_path, seq_len=8, split="test")
+    (tmp_path / "input.txt").write_bytes(b"\x89PNG\r\n\x1a\n")
+    with pytest.raises(ValueError, match="input.txt is not UTF-8 text"):
+        TinyShakespeare(tmp_path, seq_len=8)

@@ -116,7 +116,11 @@ class TinyShakespeare(CharText):
             raise FileNotFoundError(f"TinyShakespeare: {path} does not exist; download "
                                     f"input.txt from {TINY_SHAKESPEARE_URL} and put it in "
                                     f"{self.root}")
-        text = path.read_text(encoding="utf-8")
+        try:
+            text = path.read_text(encoding="utf-8")
+        except UnicodeDecodeError as e:
+            raise ValueError(f"TinyShakespeare: {path} is not UTF-8 text ({e.reason} at byte "
+                             f"{e.start}); is it the right file?") from None
         cut = int(len(text) * 0.9)
         part = text[:cut] if split == "train" else text[cut:]
         super().__init__(part, seq_len, stride, vocabulary="".join(sorted(set(text))))
