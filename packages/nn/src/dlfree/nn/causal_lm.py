@@ -123,8 +123,10 @@ class CausalSelfAttention(Module):
         self.proj = Linear(d_model, d_model, bias=bias, device=device, dtype=dtype)
         self.resid_dropout = Dropout(dropout)
 
-    def forward(self, x: Tensor, rotary, cache, layer: int) -> Tensor:
-        batch, length, width = x.shape
+    def forward(self, x: Tensor, batch: int, rotary, cache, layer: int) -> Tensor:
+        """x is (batch · length, width): the residual stream stays 2-D, so that the linear
+        layers run without reshapes; only attention sees (batch, heads, length, head_dim)."""
+        length, width = x.shape[0] // batch, x.shape[1]
         q, k, v = self.qkv(x).reshape(batch, length, 3, self.n_heads,
                                       self.head_dim).permute(2, 0, 3, 1, 4).unbind(0)
         if rotary is not None:
@@ -140,7 +142,7 @@ class CausalSelfAttention(Module):
             mask = None if length == 1 else dl.ones(length, start + length, dtype=dl.bool,
                                                     device=x.device).tril(start)
             out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=dropout)
-        return self.resid_dropout(self.proj(out.transpose(1, 2).reshape(batch, length, width)))
+        return self.resid_dropout(self.proj(out.transpose(1, 2).reshape(batch * length, width)))
 
 
 class CausalBlock(Module):
@@ -158,8 +160,9 @@ class CausalBlock(Module):
         self.fc2 = Linear(d_ff, d_model, bias=bias, **factory)
         self.mlp_dropout = Dropout(dropout)
 
-    def forward(self, x: Tensor, rotary, cache, layer: int) -> Tensor:
-        x = x + self.attn(self.norm1(x), rotary, cache, layer)
+    def forward(self, x: Tensor, batch: int, rotary, cache, layer: int) -> Tensor:
+        """x is (batch · length, d_model), as CausalSelfAttention takes it."""
+        x = x + self.attn(self.norm1(x), batch, rotary, cache, layer)
         return x + self.mlp_dropout(self.fc2(F.gelu(self.fc1(self.norm2(x)))))
 
 
@@ -246,17 +249,17 @@ class CausalTransformer(Module):
             return self._logits(ids, start, cache)
 
     def _logits(self, ids: Tensor, start: int, cache) -> Tensor:
-        end = start + ids.shape[1]
+        (batch, length), end = ids.shape, start + ids.shape[1]
         x = self.tok_emb(ids)
         rotary = None
         if self.positions == "learned":
             x = x + self.pos_emb.weight[start:end]
         else:
             rotary = (self.rotary_cos[start:end], self.rotary_sin[start:end])
-        x = self.drop(x)
+        x = self.drop(x).reshape(batch * length, self.d_model)
         for i, block in enumerate(self.blocks):
-            x = block(x, rotary, cache, i)
-        return self.lm_head(self.norm(x))
+            x = block(x, batch, rotary, cache, i)
+        return self.lm_head(self.norm(x)).reshape(batch, length, self.vocab_size)
 
     def _check_ids(self, ids, cache) -> int:
         """The position of ids' first token (the cache length); raises for bad ids."""
@@ -276,7 +279,7 @@ class CausalTransformer(Module):
             held = f" after the {start} positions in the cache" if start else ""
             raise ShapeError(f"{_LAYER}: {ids.shape[1]} tokens{held} exceed max_len = "
                              f"{self.max_len}, the context the model was built for")
-        low, high = int(ids.min()), int(ids.max())
+        low, high = int(ids.array.min()), int(ids.array.max())  # not ops: nothing to record
         if low < 0 or high >= self.vocab_size:
             raise IndexError(f"{_LAYER}: token ids must be in [0, vocab_size = "
                              f"{self.vocab_size}), got ids from {low} to {high}")
