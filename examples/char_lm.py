@@ -126,7 +126,7 @@ def main(argv=None) -> None:
     optimizer = optim.AdamW(model.parameters(), lr=args.lr, weight_decay=0.1)
     schedule = optim.lr_scheduler.OneCycleLR(optimizer, max_lr=args.lr,
                                              total_steps=args.epochs * len(loader))
-    callbacks = [SampleEachEpoch(text, args.sample_len, args.temperature, args.seed)]
+    callbacks: list = [SampleEachEpoch(text, args.sample_len, args.temperature, args.seed)]
     if args.interrupt_at is not None:
         callbacks.append(CtrlCAt(args.interrupt_at))
     trainer = dl.train.Trainer(model, optimizer, next_token_loss, scheduler=schedule,
