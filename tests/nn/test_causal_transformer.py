@@ -215,3 +215,17 @@ def test_bad_configs_are_refused(options, message):
     config = {"vocab_size": VOCAB, "d_model": WIDTH, "n_heads": HEADS, **options}
     with pytest.raises(ValueError, match=message):
         nn.CausalTransformer(**config)
+
+
+def test_the_cache_refuses_what_does_not_fit():
+    cache = nn.CausalTransformerCache(4)
+    keys = dl.zeros(2, HEADS, 3, 4)
+    cache.update(0, keys, keys)
+    with pytest.raises(ShapeError, match="holds 3 positions and cannot take 2 more: its "
+                                         "capacity is 4"):
+        cache.update(0, keys[:, :, :2], keys[:, :, :2])
+    with pytest.raises(ShapeError, match=r"caches \(batch, heads, head_dim\) = \(2, 4, 4\), "
+                                         r"got keys of shape \(1, 4, 1, 4\)"):
+        cache.update(0, keys[:1, :, :1], keys[:1, :, :1])
+    with pytest.raises(TypeError, match=r"cache must come from model.new_cache\(\)"):
+        _model("learned")(_ids(1, 2), cache={})
