@@ -8,6 +8,7 @@ import traceback
 from ..dtypes import BFLOAT16, bfloat16_dtype, float32
 from ..errors import AutogradError, DeviceError, DTypeError, ShapeError
 from ..tensor import Tensor
+from .anomaly import check_forward
 from .autocast_state import AUTOCAST
 from .grad_mode import STATE
 
@@ -102,6 +103,8 @@ class Function:
             # ml_dtypes multiplies bfloat16 matrices into float32; torch keeps bfloat16 in
             # and out, and so does every op here, whatever its kernel returned
             out = out.astype(bfloat16_dtype().np)
+        if STATE.anomaly_forward and not STATE.backward:  # backward's ops: checked per node
+            check_forward(fn, inputs, out)
         result = _make(out, device)
         if record:
             if out.dtype.kind == "c" and not cls.complex_grad:

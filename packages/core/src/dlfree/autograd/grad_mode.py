@@ -11,6 +11,7 @@ class _State(threading.local):
 
     enabled = True
     anomaly = False
+    anomaly_forward = False  # detect_anomaly(check_forward=True): check each op's output
     quiet = False  # True while floating-point warnings are already silenced (in backward)
     backward = False  # True while the engine runs backward (autocast leaves dtypes alone)
 
