@@ -13,6 +13,7 @@ import sys
 import tarfile
 import threading
 
+from dlfree import CheckpointError
 from dlfree.data import DataLoader
 from dlfree.data.datasets import (
     CIFAR10,
@@ -78,11 +79,11 @@ def test_a_truncated_idx_file_is_refused(tmp_path, rng):
     write_mnist(tmp_path, rng, gz=False)
     path = tmp_path / "train-images-idx3-ubyte"
     path.write_bytes(path.read_bytes()[:-10])
-    with pytest.raises(ValueError, match=r"train-images-idx3-ubyte: 4710 bytes, expected 4720 "
+    with pytest.raises(CheckpointError, match=r"train-images-idx3-ubyte: 4710 bytes, expected 4720 "
                                          r"for the header and \(6, 28, 28\) unsigned bytes"):
         MNIST(tmp_path)
     path.write_bytes(path.read_bytes()[:7])
-    with pytest.raises(ValueError, match="7 bytes is too short for an IDX header"):
+    with pytest.raises(CheckpointError, match="7 bytes is too short for an IDX header"):
         MNIST(tmp_path)
 
 
@@ -90,8 +91,18 @@ def test_a_truncated_gzip_file_is_refused(tmp_path, rng):
     write_mnist(tmp_path, rng)
     path = tmp_path / "train-labels-idx1-ubyte.gz"
     path.write_bytes(path.read_bytes()[:-12])
-    with pytest.raises(ValueError, match="train-labels-idx1-ubyte.gz: not a complete gzip file"):
+    with pytest.raises(CheckpointError,
+                       match="train-labels-idx1-ubyte.gz: not a complete gzip file"):
         MNIST(tmp_path)
+
+
+def test_garbage_in_a_gz_file_is_refused(tmp_path, rng):
+    write_mnist(tmp_path, rng, prefix="t10k")
+    path = tmp_path / "t10k-images-idx3-ubyte.gz"
+    path.write_bytes(rng.integers(0, 256, size=300, dtype=np.uint8).tobytes())
+    with pytest.raises(CheckpointError, match=r"t10k-images-idx3-ubyte.gz: not a gzip file .*"
+                                              r"delete it and download it again"):
+        MNIST(tmp_path, train=False)
 
 
 def test_a_wrong_magic_number_is_refused(tmp_path, rng):
@@ -99,19 +110,19 @@ def test_a_wrong_magic_number_is_refused(tmp_path, rng):
     images, labels = tmp_path / "train-images-idx3-ubyte", tmp_path / "train-labels-idx1-ubyte"
     swapped = images.read_bytes()
     images.write_bytes(labels.read_bytes())
-    with pytest.raises(ValueError, match=r"train-images-idx3-ubyte: magic number 2049, expected "
+    with pytest.raises(CheckpointError, match=r"train-images-idx3-ubyte: magic number 2049, expected "
                                          r"2051 \(an IDX images file"):
         MNIST(tmp_path)
     images.write_bytes(swapped)
     labels.write_bytes(swapped)
-    with pytest.raises(ValueError, match="magic number 2051, expected 2049"):
+    with pytest.raises(CheckpointError, match="magic number 2051, expected 2049"):
         MNIST(tmp_path)
 
 
 def test_images_and_labels_must_agree_and_files_must_exist(tmp_path, rng):
     write_mnist(tmp_path, rng, gz=False)
     (tmp_path / "train-labels-idx1-ubyte").write_bytes(idx_bytes(np.zeros(5, np.uint8)))
-    with pytest.raises(ValueError, match="has 6 images but .* has 5 labels"):
+    with pytest.raises(CheckpointError, match="has 6 images but .* has 5 labels"):
         MNIST(tmp_path)
     with pytest.raises(FileNotFoundError, match=r"t10k-images-idx3-ubyte \(or "
                                                 r"t10k-images-idx3-ubyte.gz\) is not in .*"
