@@ -79,8 +79,9 @@ def test_a_truncated_idx_file_is_refused(tmp_path, rng):
     write_mnist(tmp_path, rng, gz=False)
     path = tmp_path / "train-images-idx3-ubyte"
     path.write_bytes(path.read_bytes()[:-10])
-    with pytest.raises(CheckpointError, match=r"train-images-idx3-ubyte: 4710 bytes, expected 4720 "
-                                         r"for the header and \(6, 28, 28\) unsigned bytes"):
+    with pytest.raises(CheckpointError, match=r"train-images-idx3-ubyte: 4710 bytes, expected "
+                                              r"4720 for the header and \(6, 28, 28\) unsigned "
+                                              r"bytes"):
         MNIST(tmp_path)
     path.write_bytes(path.read_bytes()[:7])
     with pytest.raises(CheckpointError, match="7 bytes is too short for an IDX header"):
@@ -110,8 +111,8 @@ def test_a_wrong_magic_number_is_refused(tmp_path, rng):
     images, labels = tmp_path / "train-images-idx3-ubyte", tmp_path / "train-labels-idx1-ubyte"
     swapped = images.read_bytes()
     images.write_bytes(labels.read_bytes())
-    with pytest.raises(CheckpointError, match=r"train-images-idx3-ubyte: magic number 2049, expected "
-                                         r"2051 \(an IDX images file"):
+    with pytest.raises(CheckpointError, match=r"train-images-idx3-ubyte: magic number 2049, "
+                                              r"expected 2051 \(an IDX images file"):
         MNIST(tmp_path)
     images.write_bytes(swapped)
     labels.write_bytes(swapped)
