@@ -169,3 +169,41 @@ def test_progressive_loads_a_saved_encoder_freezes_then_thaws_it(tmp_path):
     assert (tmp_path / "encoder.safetensors").exists()
     assert "thawing the encoder (unchanged while frozen: True)" in out, out
     assert alone > 85 and larger > 85, out
+
+
+def test_xor_mlp_gets_all_four_right():
+    out = run_example("xor_mlp.py", "--steps", "150")
+    losses = numbers(r"loss (\d+\.\d+)", out)
+    assert losses[-1] < 0.05 < losses[0], out
+    assert "4/4 correct" in out, out
+
+
+def test_reinforce_return_rises_on_the_bandit_and_on_cartpole():
+    out = run_example("reinforce.py", "--bandit-episodes", "100", "--iterations", "20",
+                      "--episodes", "8")
+    best = numbers(r"best arm pays (-?\d+\.\d+)", out)[0]
+    bandit_first, bandit_last = _first_last("bandit", "reward", out)
+    assert bandit_last > bandit_first + 0.5, out  # rewards are N(mean, 1) per pull
+    assert bandit_last > best - 0.4, out  # most pulls go to the best arm (or a near one)
+    cart_first, cart_last = _first_last("cartpole", "return", out)
+    assert cart_first < 60, out  # a random policy balances for about 20 steps
+    assert cart_last > cart_first + 50, out
+
+
+def _first_last(name: str, unit: str, out: str) -> tuple[float, float]:
+    """The means of the first and last episodes that reinforce.py prints for `name`."""
+    match = re.search(rf"{name}: mean {unit} of the first \d+: (-?\d+\.\d+), of the last "
+                      rf"\d+: (-?\d+\.\d+)", out)
+    assert match, out
+    return float(match.group(1)), float(match.group(2))
+
+
+def test_multi_task_trains_both_heads_through_one_loss():
+    out = run_example("multi_task.py", "--epochs", "4")
+    untrained_accuracy = numbers(r"untrained\s+held-out accuracy (\d+\.\d)%", out)[0]
+    untrained_error = numbers(r"untrained\s+held-out accuracy \S+\s+ink MAE (\d+\.\d+)", out)[0]
+    accuracy = numbers(r"epoch +\d+ .*held-out accuracy (\d+\.\d)%", out)
+    error = numbers(r"epoch +\d+ .*ink MAE (\d+\.\d+)", out)
+    assert len(accuracy) == len(error) == 4, out
+    assert untrained_accuracy < 25 and accuracy[-1] > 85, out  # ten classes
+    assert error[-1] < 0.8 * untrained_error, out  # the ink head learns too
