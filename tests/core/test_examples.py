@@ -15,6 +15,8 @@ import dlfree as dl
 import numpy as np
 import pytest
 
+from support.idx import learnable_digits, write_mnist
+
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
 
@@ -207,3 +209,30 @@ def test_multi_task_trains_both_heads_through_one_loss():
     assert len(accuracy) == len(error) == 4, out
     assert untrained_accuracy < 25 and accuracy[-1] > 85, out  # ten classes
     assert error[-1] < 0.8 * untrained_error, out  # the ink head learns too
+
+
+@pytest.mark.parametrize("name", ["mnist_mlp.py", "mnist_cnn.py"])
+def test_mnist_examples_without_a_folder_say_how_to_get_the_files(name):
+    out = run_example(name)  # exits 0
+    assert "train-images-idx3-ubyte.gz" in out and "t10k-labels-idx1-ubyte.gz" in out, out
+    assert "download=True" in out and f"python examples/{name} mnist" in out, out
+
+
+@pytest.mark.parametrize("name, gz", [("mnist_mlp.py", True), ("mnist_mlp.py", False),
+                                      ("mnist_cnn.py", True)])
+def test_mnist_examples_learn_from_idx_files_in_a_folder(name, gz, tmp_path, rng):
+    for prefix, n in (("train", 600), ("t10k", 200)):
+        images, labels = learnable_digits(n, rng)
+        write_mnist(tmp_path, rng, prefix, gz=gz, images=images, labels=labels)
+    out = run_example(name, str(tmp_path), "--epochs", "2")
+    assert "600 training images, 200 test images" in out, out
+    accuracy = numbers(r"test accuracy (\d+\.\d+)%", out)
+    assert len(accuracy) == 2 and accuracy[-1] > 80, out  # ten classes: guessing gets 10 %
+
+
+def test_mnist_example_with_a_folder_missing_the_files_fails_naming_them(tmp_path):
+    result = subprocess.run([sys.executable, str(EXAMPLES / "mnist_mlp.py"), str(tmp_path)],
+                            capture_output=True, text=True, timeout=60)
+    assert result.returncode == 1
+    assert f"train-images-idx3-ubyte (or train-images-idx3-ubyte.gz) is not in {tmp_path}" \
+        in result.stderr, result.stderr

@@ -5,7 +5,6 @@ a local HTTP server, and scikit-learn's digits."""
 from __future__ import annotations
 
 import functools
-import gzip
 import hashlib
 import http.server
 import io
@@ -27,27 +26,7 @@ from dlfree.data.datasets import (
 import numpy as np
 import pytest
 
-
-def idx_bytes(array: np.ndarray) -> bytes:
-    """The IDX encoding: two zero bytes, type 0x08 (unsigned byte), the number of dimensions,
-    each dimension as a big-endian int32, then the bytes."""
-    header = bytes([0, 0, 0x08, array.ndim])
-    header += b"".join(int(d).to_bytes(4, "big") for d in array.shape)
-    return header + array.astype(np.uint8).tobytes()
-
-
-def write_mnist(folder, rng, prefix="train", n=6, gz=True):
-    images = rng.integers(0, 256, size=(n, 28, 28), dtype=np.uint8)
-    labels = rng.integers(0, 10, size=n, dtype=np.uint8)
-    folder.mkdir(parents=True, exist_ok=True)
-    for name, array in ((f"{prefix}-images-idx3-ubyte", images),
-                        (f"{prefix}-labels-idx1-ubyte", labels)):
-        data = idx_bytes(array)
-        if gz:
-            (folder / f"{name}.gz").write_bytes(gzip.compress(data))
-        else:
-            (folder / name).write_bytes(data)
-    return images, labels
+from support.idx import idx_bytes, write_mnist
 
 
 @pytest.mark.parametrize("gz", [True, False])
