@@ -8,6 +8,16 @@ import traceback
 from ..errors import AutogradError
 from .grad_mode import STATE
 
+CHECK_FORWARD = 2
+"""`STATE.anomaly` when forward outputs are checked as well as gradients (True: gradients
+only): one value, so that an op reads one flag whether detection is off or on."""
+
+
+def _mode(check_nan: bool, check_forward: bool) -> bool | int:
+    if not check_nan:
+        return False
+    return CHECK_FORWARD if check_forward else True
+
 
 class detect_anomaly:
     """Inside this block, forward records each op's call site and backward checks every
@@ -24,13 +34,12 @@ class detect_anomaly:
         self.check_forward = check_forward
 
     def __enter__(self):
-        self._prev = STATE.anomaly, STATE.anomaly_forward
-        STATE.anomaly = self.check_nan
-        STATE.anomaly_forward = self.check_nan and self.check_forward
+        self._prev = STATE.anomaly
+        STATE.anomaly = _mode(self.check_nan, self.check_forward)
         return self
 
     def __exit__(self, *exc):
-        STATE.anomaly, STATE.anomaly_forward = self._prev
+        STATE.anomaly = self._prev
         return False
 
 
@@ -39,9 +48,8 @@ class set_detect_anomaly(detect_anomaly):
 
     def __init__(self, mode: bool, check_nan: bool = True, check_forward: bool = False):
         super().__init__(bool(mode) and check_nan, check_forward)
-        self._prev = STATE.anomaly, STATE.anomaly_forward
-        STATE.anomaly = self.check_nan
-        STATE.anomaly_forward = self.check_nan and self.check_forward
+        self._prev = STATE.anomaly
+        STATE.anomaly = _mode(self.check_nan, self.check_forward)
 
     def __enter__(self):
         return self
