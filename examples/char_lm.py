@@ -7,9 +7,10 @@ with dl.free (`dlfree.data.datasets.sonnets()`; `--text FILE` trains on another 
 as tiny-shakespeare's input.txt). The Trainer runs AdamW under a one-cycle schedule and
 writes a training checkpoint into RUN_DIR/checkpoints every 50 steps, at each epoch's end
 and when Ctrl-C stops it; the same command run again resumes from the newest one, bit for
-bit. After each epoch a sample is drawn one token at a time: the prompt passes through the
-model once, then each new character attends to the cached keys and values, with its own
-seeded generator so the samples leave the training's random numbers alone. At the end the
+bit. After each epoch `nn.Sampler` draws a sample one token at a time (softmax of the
+logits over a temperature): the prompt passes through the model once, then each new
+character attends to the cached keys and values; its own seeded generator leaves the
+training's random numbers alone. At the end the
 model goes to RUN_DIR/char_lm.safetensors.
 
     python examples/char_lm.py [--epochs N] [--run-dir DIR] [--text FILE] [--interrupt-at STEP]
@@ -35,27 +36,15 @@ def next_token_loss(logits, targets):
     return F.cross_entropy(logits.flatten(0, 1), targets.flatten())
 
 
-def sample(model, text: CharText, prompt: str, length: int, temperature: float,
-           generator) -> str:
-    """`prompt` and up to `length` characters drawn after it: the prompt fills the cache in
-    one pass, then each drawn character is fed alone (multinomial on the softmax of the last
-    logits over `temperature`), until `length` or the model's context is reached."""
+def sample(model, text: CharText, prompt: str, length: int, sampler) -> str:
+    """`prompt` and `length` characters drawn after it by `sampler` (an `nn.Sampler`): the
+    prompt fills the model's cache in one pass, then each drawn character is fed alone."""
     was_training = model.training
     model.eval()
-    cache = model.new_cache()
     ids = dl.tensor(text.encode(prompt)).unsqueeze(0)
-    length = min(length, model.max_len - ids.shape[1])
-    drawn = []
-    with dl.no_grad():
-        logits = model(ids, cache=cache)
-        for i in range(length):
-            probabilities = F.softmax(logits[:, -1] / temperature, dim=-1)
-            token = dl.multinomial(probabilities, 1, generator=generator)
-            drawn.append(int(token.item()))
-            if i + 1 < length:
-                logits = model(token, cache=cache)
+    drawn = sampler.generate(model, ids, max_new_tokens=length)
     model.train(was_training)
-    return prompt + text.decode(drawn)
+    return text.decode(drawn[0])
 
 
 class SampleEachEpoch:
@@ -73,7 +62,8 @@ class SampleEachEpoch:
 
     def dlfree_train_epoch_end(self, trainer, epoch, logs):
         generator = dl.Generator().manual_seed(self.seed * 1000 + epoch)
-        text = sample(trainer.model, self.text, "\n", self.length, self.temperature, generator)
+        sampler = nn.Sampler(temperature=self.temperature, generator=generator)
+        text = sample(trainer.model, self.text, "\n", self.length, sampler)
         print(f"epoch {epoch + 1}: loss {logs['loss']:.4f}\n--- sample ---{text}\n"
               "--------------", flush=True)
 
@@ -107,11 +97,14 @@ def main(argv=None) -> None:
     parser.add_argument("--dropout", type=float, default=0.1)
     parser.add_argument("--lr", type=float, default=3e-3, help="peak learning rate")
     parser.add_argument("--sample-len", type=int, default=127,
-                        help="characters per sample (at most seq-len - 1)")
+                        help="characters drawn per sample (at most seq-len - 1)")
     parser.add_argument("--temperature", type=float, default=0.8)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--interrupt-at", type=int, help="press Ctrl-C after this step")
     args = parser.parse_args(argv)
+    if not 1 <= args.sample_len < args.seq_len:
+        parser.error(f"--sample-len must be from 1 to seq-len - 1 = {args.seq_len - 1} (the "
+                     f"prompt and the sample fit the model's context), got {args.sample_len}")
 
     corpus = args.text.read_text(encoding="utf-8") if args.text else sonnets()
     text = CharText(corpus[:args.chars], args.seq_len, stride=args.stride)

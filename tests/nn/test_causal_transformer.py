@@ -229,3 +229,18 @@ def test_the_cache_refuses_what_does_not_fit():
         cache.update(0, keys[:1, :, :1], keys[:1, :, :1])
     with pytest.raises(TypeError, match=r"cache must come from model.new_cache\(\)"):
         _model("learned")(_ids(1, 2), cache={})
+
+
+def test_sampler_and_beam_search_through_the_cache_match_recomputing():
+    model = _model("rotary")
+    prompt = _ids(2, 3)
+
+    def recompute(ids):  # the same model without new_cache(): every step sees everything
+        return model(ids)
+
+    greedy = nn.Sampler(temperature=0).generate(model, prompt, max_new_tokens=6)
+    np.testing.assert_array_equal(
+        greedy.numpy(), nn.Sampler(temperature=0).generate(recompute, prompt, 6).numpy())
+    search = nn.BeamSearch(num_beams=3, max_new_tokens=5, num_return_sequences=2)
+    np.testing.assert_array_equal(search.generate(model, prompt).numpy(),
+                                  search.generate(recompute, prompt).numpy())
