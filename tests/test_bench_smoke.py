@@ -50,6 +50,7 @@ WORKLOADS["gat_step"].NODES, WORKLOADS["gat_step"].EDGES = 2000, 20000
 for _graph_workload in ("residual_tower", "gated_routing", "iterative_refine", "feedback_fixed"):
     WORKLOADS[_graph_workload].WIDTH, WORKLOADS[_graph_workload].BATCH = 32, 8
 WORKLOADS["t5_generation"].NEW_TOKENS = 8
+WORKLOADS["char_lm_generate"].NEW_TOKENS = 16
 WORKLOADS["vit_inference"].BATCH = 2
 WORKLOADS["resnet20_step"].BATCH = 8
 

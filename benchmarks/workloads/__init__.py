@@ -25,6 +25,8 @@ To add a workload, write such a module and list it below.
 from . import (
     adamw_step,
     attention_block,
+    char_lm_generate,
+    char_lm_step,
     cnn_step,
     conv2d,
     dashboard_idle,
@@ -51,4 +53,4 @@ WORKLOADS = {module.NAME: module
                             lamb_step, map_eval, minilm_inference, gpt_generation, ddp_mlp,
                             gcn_step, gat_step, dashboard_idle, residual_tower, gated_routing,
                             iterative_refine, feedback_fixed, t5_generation, vit_inference,
-                            resnet20_step)}
+                            resnet20_step, char_lm_step, char_lm_generate)}

@@ -236,3 +236,31 @@ def test_mnist_example_with_a_folder_missing_the_files_fails_naming_them(tmp_pat
     assert result.returncode == 1
     assert f"train-images-idx3-ubyte (or train-images-idx3-ubyte.gz) is not in {tmp_path}" \
         in result.stderr, result.stderr
+
+
+def _char_lm(run_dir: Path, *extra: str) -> str:
+    tiny = ("--epochs", "2", "--chars", "2000", "--seq-len", "32", "--stride", "32",
+            "--batch-size", "8", "--d-model", "16", "--n-layers", "1", "--n-heads", "2",
+            "--sample-len", "31")
+    return run_example("char_lm.py", *tiny, "--run-dir", str(run_dir), *extra)
+
+
+def _after_resume(out: str) -> str:
+    """What a run printed from its first epoch's end to its final loss, less the time."""
+    return re.sub(r" in \d+\.\d s;", "", out[out.index("epoch 1: loss"):out.index("; model:")])
+
+
+def test_char_lm_samples_each_epoch_and_resumes_after_ctrl_c_bit_for_bit(tmp_path):
+    whole = _char_lm(tmp_path / "whole")
+    samples = re.findall(r"--- sample ---\n(.*?)\n--------------", whole, re.S)
+    assert len(samples) == 2 and all(len(s) == 31 for s in samples), whole
+    losses = numbers(r"epoch \d: loss (\d+\.\d+)", whole)
+    assert losses[1] < losses[0], whole
+    stopped = _char_lm(tmp_path / "split", "--interrupt-at", "5")
+    assert "interrupted after step 5; checkpoint in" in stopped, stopped
+    resumed = _char_lm(tmp_path / "split")
+    assert "resumed from step 5 (epoch 1)" in resumed, resumed
+    # the same weights at every epoch's end: the same samples and losses
+    assert _after_resume(resumed) == _after_resume(whole)
+    model = dl.load(tmp_path / "split" / "char_lm.safetensors")
+    assert isinstance(model, dl.nn.CausalTransformer) and model.max_len == 32

@@ -64,6 +64,8 @@ def test_every_registered_layer_and_loss_is_in_a_table():
                                          "MultiheadAttention", "TransformerEncoderLayer",
                                          "TransformerEncoder", "TransformerDecoderLayer",
                                          "TransformerDecoder", "Transformer",
+                                         # tests/nn/test_causal_transformer.py
+                                         "CausalTransformer",
                                          # their first call decides their shapes
                                          # (tests/nn/test_lazy_layers.py)
                                          "LazyLinear", "LazyConv1d", "LazyConv2d", "LazyConv3d"}

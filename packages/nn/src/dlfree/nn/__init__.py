@@ -15,6 +15,7 @@ from .capsules import (
     capsule_margin_loss,
     squash,
 )
+from .causal_lm import CausalTransformer, CausalTransformerCache
 from .containers import (
     Identity,
     ModuleDict,

@@ -5,7 +5,17 @@ from __future__ import annotations
 
 from dlfree import hookimpl
 
-from . import attention, capsules, containers, geometric, graph, layers, recurrent, transformer
+from . import (
+    attention,
+    capsules,
+    causal_lm,
+    containers,
+    geometric,
+    graph,
+    layers,
+    recurrent,
+    transformer,
+)
 from .init import INITIALIZERS
 
 # Modules built from other modules or from config alone, registered beside the layers
@@ -16,6 +26,7 @@ _STRUCTURAL = (
     (attention, ("MultiheadAttention",)),
     (transformer, ("TransformerEncoderLayer", "TransformerEncoder", "TransformerDecoderLayer",
                    "TransformerDecoder", "Transformer")),
+    (causal_lm, ("CausalTransformer",)),
     (geometric, geometric.LAYERS),
     (capsules, capsules.LAYERS),
 )
