@@ -118,3 +118,14 @@ def test_attention_layers_gradgradcheck_float64(layer):
     edge_index = dl.tensor(EDGE_INDEX)
     x = _rand(NUM_NODES, 3, dtype=dl.float64)
     assert dl.autograd.gradgradcheck(lambda x: conv(x, edge_index), [x])
+
+
+@pytest.mark.parametrize("layer", [G.GATConv, G.GATv2Conv])
+def test_attention_layers_on_a_graph_without_edges(layer):
+    conv = layer(3, 2, heads=2, add_self_loops=False)
+    x = _rand(4, 3)
+    out = conv(x, dl.zeros(2, 0, dtype=dl.int64))
+    np.testing.assert_array_equal(out.detach().numpy(), np.broadcast_to(conv.bias.detach()
+                                                                        .numpy(), (4, 4)))
+    out.sum().backward()
+    np.testing.assert_array_equal(x.grad.numpy(), 0.0)

@@ -21,6 +21,8 @@ faster than along the columns of an (E, 32) array); no Python loop over nodes or
 
 from __future__ import annotations
 
+import math
+
 from dlfree.autograd.function import Function
 from dlfree.backends.segments import run_starts
 
@@ -56,9 +58,14 @@ class EdgeGraph:
         return self.dst if side == "dst" else self.src
 
 
+def _flat(a):
+    """An (M, ...) array as (M, K), also where M is 0."""
+    return a.reshape(a.shape[0], math.prod(a.shape[1:]))
+
+
 def _columns(xp, a):
     """An (M, ...) array as the contiguous (K, M) transpose of its (M, K) rows."""
-    return xp.ascontiguousarray(a.reshape(a.shape[0], -1).T)
+    return xp.ascontiguousarray(_flat(a).T)
 
 
 def _rows(xp, a_t, shape):
@@ -104,7 +111,7 @@ class EdgeSoftmax(Function):
         self.graph = graph
         xp, backend = self.xp, self.device.backend
         _, dst, starts, _ = graph.side("dst")
-        s = scores.reshape(scores.shape[0], -1).T.copy()  # worked on in place below
+        s = _flat(scores).T.copy()  # worked on in place below
         peak = backend.segment_reduce_columns(s, dst, starts, graph.n, "amax")
         s -= xp.take(peak, dst, axis=1)
         xp.exp(s, out=s)
@@ -132,7 +139,7 @@ class MessageSum(Function):
         if order is not None:
             alpha = xp.take(alpha, order, axis=0)
         messages = xp.take(_columns(xp, x), start, axis=1)
-        per_head = messages.reshape(heads, channels, -1)
+        per_head = messages.reshape(heads, channels, messages.shape[1])
         per_head *= _columns(xp, alpha)[:, None, :]
         total = self.device.backend.segment_reduce_columns(messages, ends, starts, graph.n,
                                                            "sum")
@@ -160,7 +167,7 @@ class EdgeDot(Function):
         heads, channels = a.shape[1:]
         at = xp.take(_columns(xp, a), graph.nodes(side), axis=1)
         at *= xp.take(_columns(xp, b), graph.nodes(_OTHER[side]), axis=1)
-        return xp.ascontiguousarray(at.reshape(heads, channels, -1).sum(1).T)
+        return xp.ascontiguousarray(at.reshape(heads, channels, at.shape[1]).sum(1).T)
 
     def backward(self, g):
         a, b = self.saved_tensors
