@@ -1,10 +1,10 @@
-"""The fused message ops of dlfree.nn.geometric.message against the composite ops they
+"""The fused message ops of dlfree.ops.message against the composite ops they
 replace (gathers, grouped sums, segment_softmax), forward and gradients in float32, then
 gradcheck and gradgradcheck in float64; and GATConv's graph kept between calls."""
 
 import dlfree as dl
 from dlfree.nn import geometric as G
-from dlfree.nn.geometric.message import (
+from dlfree.ops.message import (
     EdgeGraph,
     edge_dot,
     edge_softmax,

@@ -10,11 +10,11 @@ import math
 
 import dlfree as dl
 from dlfree import functional as F
+from dlfree.ops.message import EdgeGraph, edge_softmax, gather_rows, message_sum
 
 from .. import init
 from ..module import Module
 from ._common import check_count, glorot_linear, zero_bias
-from .message import EdgeGraph, edge_softmax, gather_rows, message_sum
 from .utils import add_self_loops, check_edge_index, remove_self_loops, scatter, softmax
 
 __all__ = ["GATConv", "GATv2Conv", "TransformerConv"]

@@ -4,11 +4,11 @@ Bresson & Vandergheynst 2016), with PyTorch Geometric's arguments and state_dict
 from __future__ import annotations
 
 import dlfree as dl
+from dlfree.ops.message import EdgeGraph, message_sum
 
 from ..containers import ModuleList
 from ..module import Module
 from ._common import check_choice, check_count, glorot_linear, zero_bias
-from .message import EdgeGraph, message_sum
 from .utils import check_edge_index, gcn_norm, remove_self_loops, scatter
 
 __all__ = ["GCNConv", "ChebConv"]

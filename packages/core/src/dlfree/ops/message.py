@@ -1,4 +1,5 @@
-"""Message passing on a fixed graph as a few fused ops, for the attention layers.
+"""Message passing on a fixed graph as a few fused ops: what dlfree-nn's GAT, GATv2 and
+GCN layers run on.
 
 An `EdgeGraph` holds a graph's edges sorted by target and, computed once, what the ops
 group by: the runs of each target and, lazily, the edges' order by source with its runs.
@@ -23,8 +24,8 @@ from __future__ import annotations
 
 import math
 
-from dlfree.autograd.function import Function
-from dlfree.backends.segments import run_starts
+from ..autograd.function import Function
+from ..backends.segments import run_starts
 
 __all__ = ["EdgeGraph", "gather_rows", "sum_rows", "edge_softmax", "message_sum", "edge_dot"]
 
