@@ -2,6 +2,8 @@
 replace (gathers, grouped sums, segment_softmax), forward and gradients in float32, then
 gradcheck and gradgradcheck in float64; and GATConv's graph kept between calls."""
 
+import copy
+
 import dlfree as dl
 from dlfree.nn import geometric as G
 from dlfree.ops.message import (
@@ -107,6 +109,8 @@ def test_gat_keeps_its_graph_until_the_edges_change():
     assert layer._graph(x, edge_index, None)[0] is kept
     assert layer._graph(x, dl.tensor(EDGE_INDEX), None)[0] is not kept
     np.testing.assert_array_equal(layer(x, edge_index).detach().numpy(), first)
+    copied = copy.deepcopy(layer)  # the kept graph holds nothing that cannot be copied
+    np.testing.assert_array_equal(copied(x, edge_index).detach().numpy(), first)
     edge_index[1, 0] = (int(edge_index[1, 0]) + 1) % (NUM_NODES - 1)  # bumps the version
     assert layer._graph(x, edge_index, None)[0] is not kept
     assert not np.allclose(layer(x, edge_index).detach().numpy(), first)

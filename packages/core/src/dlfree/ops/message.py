@@ -41,17 +41,17 @@ class EdgeGraph:
     def __init__(self, edge_index, n: int):
         xp = edge_index.device.xp
         ei = edge_index.array
-        self.edge_index, self.n, self.xp = edge_index, int(n), xp
+        self.edge_index, self.n = edge_index, int(n)
         self.src = xp.ascontiguousarray(ei[0], dtype=xp.intp)
         self.dst = xp.ascontiguousarray(ei[1], dtype=xp.intp)
         self._sides = {"dst": (self.src, self.dst, run_starts(xp, self.dst), None)}
 
     def side(self, side: str):
         if side not in self._sides:
-            order = self.xp.argsort(self.src, kind="stable")
+            xp = self.edge_index.device.xp
+            order = xp.argsort(self.src, kind="stable")
             by_source = self.src[order]
-            self._sides[side] = (self.dst[order], by_source, run_starts(self.xp, by_source),
-                                 order)
+            self._sides[side] = (self.dst[order], by_source, run_starts(xp, by_source), order)
         return self._sides[side]
 
     def nodes(self, side: str):
