@@ -65,6 +65,10 @@ class CupyBackend(Backend):
 
         cupyx.scatter_add(target, index, values)
 
+    def segment_reduce_columns(self, values, ids, starts, n: int, reduce: str):
+        """No `reduceat` here either: `group_reduce` of the transpose."""
+        return self.group_reduce(values.T, ids, n, reduce).T
+
     def group_reduce(self, values, ids, n: int, reduce: str):
         """CuPy's ufuncs have no `reduceat`: atomic scatters into an identity-filled output
         instead (cupyx's for sum, max and min; `multiply.at` for the product)."""

@@ -46,8 +46,23 @@ def group_reduce(xp, values, ids, n: int, reduce: str):
         # group changes only the summation order, and the same ids always sort the same way
         order = xp.argsort(ids)
         ids, values = ids[order], values[order]
-    starts = xp.flatnonzero(xp.concatenate([xp.ones(1, dtype=bool), ids[1:] != ids[:-1]]))
+    starts = run_starts(xp, ids)
     out[ids[starts]] = getattr(xp, _UFUNCS[reduce]).reduceat(values, starts, axis=0)
+    return out
+
+
+def run_starts(xp, ids):
+    """Where each run of equal values of the sorted `ids` (1-d) begins."""
+    if ids.size == 0:
+        return xp.zeros(0, dtype=xp.intp)
+    return xp.flatnonzero(xp.concatenate([xp.ones(1, dtype=bool), ids[1:] != ids[:-1]]))
+
+
+def segment_reduce_columns(xp, values, ids, starts, n: int, reduce: str):
+    """`Backend.segment_reduce_columns` with `reduceat` along the rows of `values` (K, M)."""
+    out = xp.full((values.shape[0], n), identity(xp, reduce, values.dtype), dtype=values.dtype)
+    if ids.size:
+        out[:, ids[starts]] = getattr(xp, _UFUNCS[reduce]).reduceat(values, starts, axis=1)
     return out
 
 

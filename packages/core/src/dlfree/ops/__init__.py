@@ -2,8 +2,8 @@
 
 The tensor families below are exported as `dl.*`; the neural-network families
 (activation, attention, conv, dropout, embedding, linear, loss, norm, pool, resample) are
-gathered by `dlfree.functional` instead, and `recurrent` is the recurrence that dlfree-nn's
-RNN layers call.
+gathered by `dlfree.functional` instead, `recurrent` is the recurrence that dlfree-nn's
+RNN layers call and `message` the fused message passing of its graph layers.
 """
 
 import importlib
@@ -16,6 +16,7 @@ from . import (  # noqa: F401
     embedding,
     linear,
     loss,
+    message,
     norm,
     pool,
     recurrent,

@@ -1,7 +1,8 @@
 """Attention graph convolutions: GATConv (Velickovic et al. 2018), GATv2Conv (Brody, Alon &
 Yahav 2022) and TransformerConv (Shi et al. 2021), with PyTorch Geometric's arguments and
-state_dict names. Each edge's score is normalised by `softmax` over the edges into its
-target node, then weights the source's message."""
+state_dict names. Each edge's score is normalised by a softmax over the edges into its
+target node, then weights the source's message; GAT and GATv2 run on the fused message
+ops of `message.py`, over a graph they keep between calls."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import math
 
 import dlfree as dl
 from dlfree import functional as F
+from dlfree.ops.message import EdgeGraph, edge_softmax, gather_rows, message_sum
 
 from .. import init
 from ..module import Module
@@ -51,25 +53,38 @@ class _GATBase(Module):
             fill_value
 
     def _graph(self, x, edge_index, edge_attr):
+        """The EdgeGraph the layer attends over (self loops added unless told not to,
+        sorted by target) and the edge attributes in its order. Without attributes the
+        graph is kept for the next call with the same edge_index tensor, unchanged and
+        with as many nodes, so that repeated steps on one graph skip the loops and the
+        sorts."""
         check_edge_index(edge_index, self.layer)
+        n = x.shape[0]
+        key = (edge_index._vc[0], n, self.add_self_loops)
+        cache = self.__dict__.get("_graph_cache")
+        if edge_attr is None and cache is not None and cache[0] is edge_index and \
+                cache[1] == key:
+            return cache[2], None
         if edge_attr is not None and edge_attr.ndim == 1:
             edge_attr = edge_attr.reshape(-1, 1)
         if self.add_self_loops:
-            edge_index, edge_attr = _with_loops(edge_index, edge_attr, x.shape[0],
-                                                self.fill_value)
-        # sorted by target once here, so that the step's grouped reductions by target (the
-        # softmax's max and sum, the aggregation, and their adjoints) find their ids sorted
-        # and skip a sort each: on a 500k-edge graph those sorts were most of a GAT step
-        order = dl.argsort(edge_index[1], stable=True)
-        edge_index = edge_index[:, order]
-        return edge_index, (None if edge_attr is None else edge_attr[order])
+            edge_index_, edge_attr = _with_loops(edge_index, edge_attr, n, self.fill_value)
+        else:
+            edge_index_ = edge_index
+        # sorted by target once, so that the softmax and the aggregation reduce runs
+        order = dl.argsort(edge_index_[1], stable=True)
+        graph = EdgeGraph(edge_index_[:, order], n)
+        if edge_attr is None:
+            self._graph_cache = (edge_index, key, graph)
+            return graph, None
+        return graph, edge_attr[order]
 
-    def _aggregate(self, scores, values, edge_index, n):
+    def _aggregate(self, scores, values, graph):
         """softmax the (E, heads) scores per target, drop some in training, weight the
-        (E, heads, C) values by them and sum at the targets."""
-        alpha = softmax(scores, edge_index[1], num_nodes=n)
+        (N, heads, C) source values by them and sum at the targets."""
+        alpha = edge_softmax(scores, graph)
         alpha = F.dropout(alpha, self.dropout, self.training)
-        out = scatter(values * alpha.unsqueeze(-1), edge_index[1], 0, n, "sum")
+        out = message_sum(values, alpha, graph, "dst")
         out = _combine_heads(out, self.heads, self.out_channels, self.concat)
         return (out if self.bias is None else out + self.bias), alpha
 
@@ -103,18 +118,17 @@ class GATConv(_GATBase):
             self.lin_edge = glorot_linear(edge_dim, width, bias=False)
 
     def forward(self, x, edge_index, edge_attr=None, return_attention_weights=None):
-        edge_index, edge_attr = self._graph(x, edge_index, edge_attr)
+        graph, edge_attr = self._graph(x, edge_index, edge_attr)
         h = self.lin(x).reshape(-1, self.heads, self.out_channels)
-        src, dst = edge_index[0], edge_index[1]
         a_src = (h * self.att_src).sum(-1)
         a_dst = (h * self.att_dst).sum(-1)
-        scores = a_src[src] + a_dst[dst]
+        scores = gather_rows(a_src, graph, "src") + gather_rows(a_dst, graph, "dst")
         if self.edge_dim is not None and edge_attr is not None:
             e = self.lin_edge(edge_attr).reshape(-1, self.heads, self.out_channels)
             scores = scores + (e * self.att_edge).sum(-1)
         scores = F.leaky_relu(scores, self.negative_slope)
-        out, alpha = self._aggregate(scores, h[src], edge_index, x.shape[0])
-        return (out, (edge_index, alpha)) if return_attention_weights else out
+        out, alpha = self._aggregate(scores, h, graph)
+        return (out, (graph.edge_index, alpha)) if return_attention_weights else out
 
 
 class GATv2Conv(_GATBase):
@@ -142,18 +156,16 @@ class GATv2Conv(_GATBase):
             self.lin_edge = glorot_linear(edge_dim, width, bias=False)
 
     def forward(self, x, edge_index, edge_attr=None, return_attention_weights=None):
-        edge_index, edge_attr = self._graph(x, edge_index, edge_attr)
+        graph, edge_attr = self._graph(x, edge_index, edge_attr)
         shape = (-1, self.heads, self.out_channels)
         x_l = self.lin_l(x).reshape(*shape)
         x_r = x_l if self.share_weights else self.lin_r(x).reshape(*shape)
-        src, dst = edge_index[0], edge_index[1]
-        messages = x_l[src]
-        z = messages + x_r[dst]
+        z = gather_rows(x_l, graph, "src") + gather_rows(x_r, graph, "dst")
         if self.edge_dim is not None and edge_attr is not None:
             z = z + self.lin_edge(edge_attr).reshape(*shape)
         scores = (F.leaky_relu(z, self.negative_slope) * self.att).sum(-1)
-        out, alpha = self._aggregate(scores, messages, edge_index, x.shape[0])
-        return (out, (edge_index, alpha)) if return_attention_weights else out
+        out, alpha = self._aggregate(scores, x_l, graph)
+        return (out, (graph.edge_index, alpha)) if return_attention_weights else out
 
 
 class TransformerConv(Module):

@@ -4,6 +4,7 @@ Bresson & Vandergheynst 2016), with PyTorch Geometric's arguments and state_dict
 from __future__ import annotations
 
 import dlfree as dl
+from dlfree.ops.message import EdgeGraph, message_sum
 
 from ..containers import ModuleList
 from ..module import Module
@@ -13,12 +14,13 @@ from .utils import check_edge_index, gcn_norm, remove_self_loops, scatter
 __all__ = ["GCNConv", "ChebConv"]
 
 
-def _by_target(edge_index, edge_weight):
-    """The edges sorted by target: the scatter into the targets then needs no sort of its
-    own (once per call, or once for good with `cached`)."""
+def _by_target(edge_index, edge_weight, n: int):
+    """The normalised edges sorted by target as an EdgeGraph, and their weights in its
+    order: the weighted sum at the targets then reduces runs and sorts nothing (once per
+    call, or once for good with `cached`)."""
     order = dl.as_tensor(edge_index.device.xp.argsort(edge_index[1].array, kind="stable"),
                          device=edge_index.device)
-    return edge_index[:, order], edge_weight[order]
+    return EdgeGraph(edge_index[:, order], n), edge_weight[order]
 
 
 class GCNConv(Module):
@@ -39,22 +41,27 @@ class GCNConv(Module):
         self.lin = glorot_linear(in_channels, out_channels, bias=False)
         self._cached_graph = None
 
+    def _normalised(self, x, edge_index, edge_weight):
+        """The normalised graph (EdgeGraph, weights): the kept one, with `cached`."""
+        if self._cached_graph is not None:
+            return self._cached_graph
+        graph = _by_target(*gcn_norm(edge_index, edge_weight, x.shape[0], self.improved,
+                                     self.add_self_loops, dtype=x.dtype), x.shape[0])
+        if self.cached:
+            self._cached_graph = graph
+        return graph
+
     def forward(self, x, edge_index, edge_weight=None):
         check_edge_index(edge_index, "GCNConv")
-        if self.normalize:
-            if self._cached_graph is None:
-                graph = _by_target(*gcn_norm(edge_index, edge_weight, x.shape[0],
-                                             self.improved, self.add_self_loops, dtype=x.dtype))
-                if self.cached:
-                    self._cached_graph = graph
-            else:
-                graph = self._cached_graph
-            edge_index, edge_weight = graph
         x = self.lin(x)
-        messages = x[edge_index[0]]
-        if edge_weight is not None:
-            messages = messages * edge_weight.reshape(-1, 1)
-        out = scatter(messages, edge_index[1], 0, x.shape[0], "sum")
+        if self.normalize:
+            edges, weight = self._normalised(x, edge_index, edge_weight)
+            out = message_sum(x.unsqueeze(1), weight.reshape(-1, 1), edges).squeeze(1)
+        else:
+            messages = x[edge_index[0]]
+            if edge_weight is not None:
+                messages = messages * edge_weight.reshape(-1, 1)
+            out = scatter(messages, edge_index[1], 0, x.shape[0], "sum")
         return out if self.bias is None else out + self.bias
 
     def extra_repr(self) -> str:
