@@ -9,8 +9,10 @@ Every framework runs in its own worker process. After a warm-up, the coordinator
 the workers one at a time, with a short pause between them, for the median time of a
 batch of iterations, and reverses the order every round. It reports per framework the
 median of those round medians, and per comparison the median over rounds of the
-pairwise ratio dl.free / other. The table goes to stdout; the numbers go to
-benchmarks/results/<timestamp>.json and benchmarks/results/latest.json.
+pairwise ratio dl.free / other, with each framework's minor page faults per iteration
+and, for a workload that states its `FLOPS`, its GFLOP/s next to the machine's sgemm
+peak measured at the start of the run (worker.sgemm_gflops). The table goes to stdout;
+the numbers go to benchmarks/results/<timestamp>.json and benchmarks/results/latest.json.
 
     python benchmarks/run.py [--quick] [--only WORKLOAD ...]
     python benchmarks/run.py --sweep [--quick] [--only WORKLOAD ...]   (benchmarks/sweep.py)
@@ -61,7 +63,9 @@ class Worker:
         except EOFError:
             raise RuntimeError(f"the {self.label} died; its traceback is above") from None
 
-    def median_time(self, iterations: int) -> float:
+    def median_time(self, iterations: int) -> tuple[float, float | None]:
+        """The median time of `iterations` calls and the page faults per call (None
+        where the step runs in other processes)."""
         self.conn.send(iterations)
         return self.receive()
 
@@ -95,11 +99,14 @@ def measure(workload, mode: str, settings: dict | None = None, plan=None,
         for w in workers.values():
             w.median_time(plan.warmup)
         rounds = {fw: [] for fw in workers}
+        faults = {fw: [] for fw in workers}
         order = list(workers)
         for r in range(plan.rounds):
             for fw in order if r % 2 == 0 else reversed(order):
                 time.sleep(SETTLE_S)
-                rounds[fw].append(workers[fw].median_time(plan.iterations))
+                median, per_call = workers[fw].median_time(plan.iterations)
+                rounds[fw].append(median)
+                faults[fw].append(per_call)
     finally:
         for w in started.values():
             w.close()
@@ -108,7 +115,10 @@ def measure(workload, mode: str, settings: dict | None = None, plan=None,
         "unit": workload.UNIT,
         "plan": vars(plan),
         "frameworks": {fw: {"median_s": statistics.median(times), "round_medians_s": times,
-                            "environment": environments[fw]} for fw, times in rounds.items()},
+                            "environment": environments[fw],
+                            "faults_per_iteration": _median_or_none(faults[fw]),
+                            "gflops": _gflops(workload, settings, statistics.median(times))}
+                       for fw, times in rounds.items()},
         "skipped": skipped,
         "ratios": {fw: _ratio(rounds["dlfree"], rounds[fw], workload.TARGETS.get(fw))
                    for fw in rounds if fw != "dlfree"},
@@ -116,6 +126,31 @@ def measure(workload, mode: str, settings: dict | None = None, plan=None,
     if hasattr(workload, "SCALING"):
         result["scaling"] = _scaling(workload, rounds)
     return result
+
+
+def _median_or_none(values: list) -> float | None:
+    """The median of the rounds' values, or None where the worker could not count them."""
+    return None if None in values else statistics.median(values)
+
+
+def _gflops(workload, settings: dict | None, seconds: float) -> float | None:
+    """The GFLOP/s of a step that took `seconds`, for a workload that states its `FLOPS`
+    at its own sizes (None for other workloads, or when `settings` changed the sizes)."""
+    flops = getattr(workload, "FLOPS", None)
+    return None if flops is None or settings else flops / seconds / 1e9
+
+
+def measure_sgemm_peak() -> float:
+    """The machine's sgemm GFLOP/s, measured in a fresh process (worker.sgemm_gflops)."""
+    context = multiprocessing.get_context("spawn")
+    conn, child_conn = context.Pipe()
+    process = context.Process(target=worker.sgemm_gflops, args=(child_conn,), daemon=True)
+    process.start()
+    child_conn.close()
+    try:
+        return conn.recv()
+    finally:
+        process.join()
 
 
 def _scaling(workload, rounds: dict) -> dict:
@@ -149,10 +184,13 @@ def format_table(name: str, result: dict) -> str:
     lines = [f"{name}: {result['description']}",
              f"  {plan['rounds']} rounds x {plan['iterations']} iterations, after "
              f"{plan['warmup']} warm-up",
-             f"  {'framework':<16}{'median':>12}{'dlfree/x':>11}{'range over rounds':>21}"
-             f"{'target':>11}"]
+             f"  {'framework':<16}{'median':>12}{'GFLOP/s':>9}{'faults/it':>11}{'dlfree/x':>11}"
+             f"{'range over rounds':>21}{'target':>11}"]
     for fw, timing in result["frameworks"].items():
         line = f"  {fw:<16}{timing['median_s'] * scale:>9.2f} {unit:<2}"
+        gflops, faults = timing.get("gflops"), timing.get("faults_per_iteration")
+        line += f"{gflops:>9.1f}" if gflops is not None else f"{'-':>9}"
+        line += f"{faults:>11.0f}" if faults is not None else f"{'-':>11}"
         ratio = result["ratios"].get(fw)
         if ratio:
             line += f"{ratio['median']:>10.2f}x{ratio['min']:>11.2f}x - {ratio['max']:.2f}x"
@@ -167,11 +205,14 @@ def format_table(name: str, result: dict) -> str:
     return "\n".join(lines)
 
 
-def format_machine(machine: dict) -> str:
-    """The machine line, with a warning when other work is already keeping the CPUs busy."""
+def format_machine(machine: dict, sgemm_gflops: float | None = None) -> str:
+    """The machine line, with the sgemm peak when measured and a warning when other work is already
+    keeping the CPUs busy."""
     line = (f"machine: {machine['cpus']} CPUs, Python {machine['python']}, 1-minute load "
             f"{machine['load_average_1min']:.2f}"
             + "".join(f", {k}={v}" for k, v in machine["tuning_variables"].items()))
+    if sgemm_gflops is not None:
+        line += f"\nsgemm peak (NumPy matmul, 2048^3 float32): {sgemm_gflops:.1f} GFLOP/s"
     if machine["load_average_1min"] >= machine["cpus"] / 2:
         line += "\nwarning: other processes are using the CPUs; these timings are unreliable"
     return line
@@ -218,8 +259,9 @@ def main(argv=None) -> int:
 
         return sweep.main(mode, args.only)
     results = {"started": time.strftime("%Y%m%d-%H%M%S"), "command": " ".join(sys.argv),
-               "mode": mode, "machine": environment.machine(), "workloads": {}}
-    print(format_machine(results["machine"]) + "\n", flush=True)
+               "mode": mode, "machine": environment.machine(),
+               "sgemm_peak_gflops": measure_sgemm_peak(), "workloads": {}}
+    print(format_machine(results["machine"], results["sgemm_peak_gflops"]) + "\n", flush=True)
     for name in dict.fromkeys(args.only or WORKLOADS):
         result = measure(WORKLOADS[name], mode)
         results["workloads"][name] = result

@@ -6,6 +6,7 @@ its allocator never share one with another framework's (see DESIGN.md, "Performa
 
 from __future__ import annotations
 
+import resource
 import statistics
 import time
 
@@ -14,7 +15,8 @@ from workloads import WORKLOADS
 
 
 def serve(conn, workload_name: str, framework: str, settings: dict | None = None) -> None:
-    """Build the step, say hello, then answer each request `n` with a median; None stops.
+    """Build the step, say hello, then answer each request `n` with the median time and
+    the page faults per call of `n` calls; None stops.
 
     `settings` overrides the workload module's size constants (`{"BATCH": 64}`) before
     the step is built: the sweep (benchmarks/sweep.py) times one workload at many sizes.
@@ -31,20 +33,42 @@ def serve(conn, workload_name: str, framework: str, settings: dict | None = None
         return
     library = getattr(workload, "LIBRARIES", {}).get(framework, framework)
     conn.send({"environment": environment.describe(library)})
-    # a step that runs elsewhere (an mpiexec job, workloads/ddp_mlp.py) times itself there
-    timed = getattr(step, "median_time", None) or (lambda n: median_time(step, n))
+    # a step that runs elsewhere (an mpiexec job, workloads/ddp_mlp.py) times itself
+    # there, and its faults are not this process's
+    remote = getattr(step, "median_time", None)
     while (n := conn.recv()) is not None:
-        conn.send(timed(n))
+        conn.send((remote(n), None) if remote else median_time(step, n))
     if hasattr(step, "close"):
         step.close()
 
 
-def median_time(step, n: int) -> float:
-    """The median wall time of one `step()` over `n` calls, in seconds."""
+def median_time(step, n: int) -> tuple[float, float]:
+    """The median wall time of one `step()` over `n` calls, in seconds, and the minor page
+    faults per call (memory the allocator took back from the OS and touched again)."""
     clock = time.perf_counter
     times = []
+    faults = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
     for _ in range(n):
         start = clock()
         step()
         times.append(clock() - start)
-    return statistics.median(times)
+    faults = resource.getrusage(resource.RUSAGE_SELF).ru_minflt - faults
+    return statistics.median(times), faults / n
+
+
+def sgemm_gflops(conn, size: int = 2048, repeats: int = 5) -> None:
+    """Send the machine's sgemm rate in GFLOP/s: NumPy's own `matmul` of two float32
+    (size, size) matrices, the best of `repeats` after one warm-up, in this fresh process
+    with the thread settings every worker gets."""
+    import numpy as np
+
+    rng = np.random.default_rng(0)
+    a, b = (rng.standard_normal((size, size), dtype=np.float32) for _ in range(2))
+    out = np.empty_like(a)
+    np.matmul(a, b, out=out)
+    best = float("inf")
+    for _ in range(repeats):
+        start = time.perf_counter()
+        np.matmul(a, b, out=out)
+        best = min(best, time.perf_counter() - start)
+    conn.send(2 * size ** 3 / best / 1e9)

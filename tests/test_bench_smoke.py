@@ -170,6 +170,7 @@ UNIT = "us"
 REFERENCE = "scipy"
 TARGETS = {"scipy": 1e6}
 PLANS = {mode: Plan(rounds=3, iterations=10, warmup=1) for mode in ("full", "quick")}
+FLOPS = 2  # two additions
 
 
 def build_dlfree():
@@ -210,7 +211,10 @@ def test_run_quick_writes_json(tmp_path):
     assert "op_overhead:" in done.stdout and "other_references:" in done.stdout
     assert "absent" in done.stdout and "skipped: ModuleNotFoundError" in done.stdout
     results = json.loads((copy / "results" / "latest.json").read_text())
-    assert set(results) == {"started", "command", "mode", "machine", "workloads"}
+    assert set(results) == {"started", "command", "mode", "machine", "sgemm_peak_gflops",
+                            "workloads"}
+    assert results["sgemm_peak_gflops"] > 0
+    assert "sgemm peak (NumPy matmul, 2048^3 float32): " in done.stdout
     assert results["mode"] == "quick"
     assert set(results["machine"]) >= {"python", "cpus", "load_average_1min"}
     # the workers run with dl.free's OpenBLAS idle timeout, which run.py writes out
@@ -221,7 +225,9 @@ def test_run_quick_writes_json(tmp_path):
         assert set(result) == {"description", "unit", "plan", "frameworks", "skipped", "ratios"}
         rounds = result["plan"]["rounds"]
         for timing in result["frameworks"].values():
-            assert set(timing) == {"median_s", "round_medians_s", "environment"}
+            assert set(timing) == {"median_s", "round_medians_s", "environment",
+                                   "faults_per_iteration", "gflops"}
+            assert timing["faults_per_iteration"] >= 0
             assert timing["median_s"] > 0 and len(timing["round_medians_s"]) == rounds
         assert set(result["ratios"]) == set(result["frameworks"]) - {"dlfree"}
         for ratio in result["ratios"].values():
@@ -234,6 +240,11 @@ def test_run_quick_writes_json(tmp_path):
     assert "dlfree_bench_absent_module" in other["skipped"]["absent"]
     assert other["frameworks"]["scipy"]["environment"]["scipy"][0].isdigit()
     assert other["ratios"]["scipy"]["target"] == 1e6 and other["ratios"]["scipy"]["met"]
+    # GFLOP/s from the workload's FLOPS, none for op_overhead, which states none
+    for timing in other["frameworks"].values():
+        assert timing["gflops"] == pytest.approx(2 / timing["median_s"] / 1e9)
+    for timing in results["workloads"]["op_overhead"]["frameworks"].values():
+        assert timing["gflops"] is None
 
 
 def test_minilm_profile_script_accounts_for_the_forward():

@@ -17,7 +17,13 @@ A workload module defines, without importing any framework at module level:
   framework -> the framework that runs the same global batch on fewer processes, and
   framework -> its process count; run.py then reports the samples/s gained
   (workloads/ddp_mlp.py);
-* `LIBRARIES` (optional): framework -> the library it runs, where the names differ.
+* `LIBRARIES` (optional): framework -> the library it runs, where the names differ;
+* `FLOPS` (optional): the floating-point operations of one `step()` at the module's
+  sizes, from which run.py reports GFLOP/s per framework next to the machine's sgemm
+  peak. The count is the work of the matrix products (2 m n k per GEMM or convolution
+  as a GEMM, forward and backward), the same for every framework and independent of how
+  one computes it; a workload without matrix products (norm_gelu) states a nominal count
+  per element of each kernel instead. A sweep, which changes the sizes, reports none.
 
 To add a workload, write such a module and list it below.
 """
@@ -25,6 +31,7 @@ To add a workload, write such a module and list it below.
 from . import (
     adamw_step,
     attention_block,
+    bert_layer_train,
     char_lm_generate,
     char_lm_step,
     cnn_step,
@@ -38,9 +45,11 @@ from . import (
     gpt_generation,
     iterative_refine,
     lamb_step,
+    lstm_step,
     map_eval,
     minilm_inference,
     mlp_step,
+    norm_gelu,
     op_overhead,
     residual_tower,
     resnet20_step,
@@ -53,4 +62,5 @@ WORKLOADS = {module.NAME: module
                             lamb_step, map_eval, minilm_inference, gpt_generation, ddp_mlp,
                             gcn_step, gat_step, dashboard_idle, residual_tower, gated_routing,
                             iterative_refine, feedback_fixed, t5_generation, vit_inference,
-                            resnet20_step, char_lm_step, char_lm_generate)}
+                            resnet20_step, char_lm_step, char_lm_generate, norm_gelu,
+                            lstm_step, bert_layer_train)}

@@ -25,6 +25,8 @@ PLANS = {"full": Plan(rounds=21, iterations=10, warmup=5),
 
 BATCH, LENGTH, HEADS, HEAD_DIM = 8, 128, 4, 64
 DIM = HEADS * HEAD_DIM
+# the GEMMs forward (qkv and output projections, scores and mixing), twice that backward
+FLOPS = 3 * 2 * BATCH * LENGTH * (3 * DIM * DIM + DIM * DIM + 2 * LENGTH * DIM)
 
 
 def _problem():

@@ -22,6 +22,8 @@ PLANS = {"full": Plan(rounds=15, iterations=3, warmup=2),
          "quick": Plan(rounds=3, iterations=1, warmup=1)}
 
 BATCH, CHANNELS, SIZE, KERNEL, PADDING = 32, 64, 32, 3, 1
+# the convolution as a GEMM, forward and twice that backward (input and weight gradients)
+FLOPS = 3 * 2 * BATCH * CHANNELS * SIZE * SIZE * CHANNELS * KERNEL * KERNEL
 
 
 def _problem():

@@ -22,6 +22,9 @@ PLANS = {"full": Plan(rounds=21, iterations=30, warmup=20),
 SIZES = (784, 512, 512, 10)
 BATCH = 128
 LR = 0.1
+# the GEMMs: forward, the weight gradients, and the input gradients of layers 2 and 3
+FLOPS = 2 * BATCH * (2 * sum(a * b for a, b in pairwise(SIZES))
+                     + sum(a * b for a, b in pairwise(SIZES[1:])))
 
 
 def _problem():

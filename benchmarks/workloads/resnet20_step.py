@@ -33,6 +33,14 @@ PLANS = {"full": Plan(rounds=11, iterations=2, warmup=2),
 BATCH, SIZE, CLASSES = 128, 32, 10
 WIDTHS, BLOCKS = (16, 32, 64), 3
 LR, MOMENTUM = 0.1, 0.9
+# the convolutions as GEMMs (stem, then per stage 6 at its size; the strided ones at the
+# output size) and the linear layer, forward and twice that backward
+FLOPS = 3 * 2 * BATCH * (SIZE * SIZE * 3 * 9 * WIDTHS[0]
+                         + sum(6 * (SIZE >> i) ** 2 * 9 * width * width
+                               for i, width in enumerate(WIDTHS))
+                         - sum((SIZE >> i) ** 2 * 9 * width * width // 2
+                               for i, width in enumerate(WIDTHS) if i)
+                         + WIDTHS[-1] * CLASSES)
 
 
 def _norm_widths() -> list:

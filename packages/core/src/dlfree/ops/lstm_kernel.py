@@ -1,0 +1,112 @@
+"""The LSTM's time loop on backend arrays with its buffers made once per sequence.
+
+`Recurrence` (ops/recurrent.py) runs an LSTM without projection here when it needs no
+differentiable backward: forward writes every step's gates, h and c straight into
+preallocated (T, B, ·) arrays with in-place ufuncs, and backward through time writes every
+step's gate gradient into one (T, B, 4H) array, so neither direction allocates per step
+beyond what BLAS and the ufuncs need internally. The weights' gradients are then one GEMM
+over all steps.
+"""
+
+from __future__ import annotations
+
+
+def _sigmoid_(xp, a) -> None:
+    """sigmoid(a) in place, in its tanh form, which cannot overflow for either sign."""
+    xp.multiply(a, 0.5, out=a)
+    xp.tanh(a, out=a)
+    a *= 0.5
+    a += 0.5
+
+
+def _order(length: int, reverse: bool) -> range:
+    return range(length - 1, -1, -1) if reverse else range(length)
+
+
+def lstm_forward(xp, xs, h0, c0, w_hh, b_hh, reverse: bool) -> tuple:
+    """Run the LSTM over xs (T, B, 4H), the input's share of the gates, from h0 and c0
+    (B, H). Returns out (T, B, 2H), every step's h then c along the last dim in time order,
+    and what `lstm_backward` needs: the activated gates (T, B, 4H) in torch's order
+    (i, f, g, o) and tanh(c) (T, B, H)."""
+    steps, batch, width = xs.shape
+    n = width // 4
+    out = xp.empty((steps, batch, 2 * n), dtype=xs.dtype)
+    gates = xp.empty((steps, batch, width), dtype=xs.dtype)
+    tanh_c = xp.empty((steps, batch, n), dtype=xs.dtype)
+    scratch = xp.empty((batch, n), dtype=xs.dtype)
+    w_t = w_hh.T
+    h, c = h0, c0
+    for t in _order(steps, reverse):
+        a = gates[t]
+        xp.matmul(h, w_t, out=a)
+        a += xs[t]
+        if b_hh is not None:
+            a += b_hh
+        i, f, g, o = a[:, :n], a[:, n:2 * n], a[:, 2 * n:3 * n], a[:, 3 * n:]
+        _sigmoid_(xp, a[:, :2 * n])
+        xp.tanh(g, out=g)
+        _sigmoid_(xp, o)
+        h, c_new = out[t, :, :n], out[t, :, n:]
+        xp.multiply(f, c, out=c_new)
+        xp.multiply(i, g, out=scratch)
+        c_new += scratch
+        xp.tanh(c_new, out=tanh_c[t])
+        xp.multiply(o, tanh_c[t], out=h)
+        c = c_new
+    return out, gates, tanh_c
+
+
+def lstm_backward(xp, grad, out, gates, tanh_c, h0, c0, w_hh, bias: bool,
+                  reverse: bool) -> tuple:
+    """Backpropagation through time of `lstm_forward`. `grad` (T, B, 2H) is the gradient
+    of its output. Returns the gradients of xs, W_hh, h0, c0 and b_hh (None without bias)."""
+    steps, batch, width = gates.shape
+    n = width // 4
+    d_gates = xp.empty_like(gates)
+    dh = xp.zeros((batch, n), dtype=gates.dtype)
+    dc = xp.zeros((batch, n), dtype=gates.dtype)
+    s = xp.empty((batch, n), dtype=gates.dtype)
+    order = list(_order(steps, reverse))
+    for k in range(steps - 1, -1, -1):
+        t = order[k]
+        c_prev = out[order[k - 1], :, n:] if k else c0
+        i, f, g, o = (gates[t, :, j * n:(j + 1) * n] for j in range(4))
+        di, df, dg, do = (d_gates[t, :, j * n:(j + 1) * n] for j in range(4))
+        tc = tanh_c[t]
+        dh += grad[t, :, :n]
+        dc += grad[t, :, n:]
+        # dc += dh * o * (1 - tanh(c)^2)
+        xp.multiply(tc, tc, out=s)
+        xp.subtract(1, s, out=s)
+        s *= o
+        s *= dh
+        dc += s
+        # d(o gate pre-activation) = dh * tanh(c) * o * (1 - o)
+        xp.subtract(1, o, out=do)
+        do *= o
+        do *= tc
+        do *= dh
+        # di = dc * g * i * (1 - i); df = dc * c_prev * f * (1 - f); dg = dc * i * (1 - g^2)
+        xp.subtract(1, i, out=di)
+        di *= i
+        di *= g
+        di *= dc
+        xp.subtract(1, f, out=df)
+        df *= f
+        df *= c_prev
+        df *= dc
+        xp.multiply(g, g, out=dg)
+        xp.subtract(1, dg, out=dg)
+        dg *= i
+        dg *= dc
+        dc *= f
+        xp.matmul(d_gates[t], w_hh, out=dh)
+    flat = d_gates.reshape(-1, width)
+    # the h before each step: h0 for the first step that ran, the previous step's h after
+    ran_first, rest = (steps - 1, slice(None, -1)) if reverse else (0, slice(1, None))
+    before = slice(1, None) if reverse else slice(None, -1)
+    d_hh = d_gates[ran_first].T @ h0
+    if steps > 1:
+        d_hh += d_gates[rest].reshape(-1, width).T @ out[before, :, :n].reshape(-1, n)
+    d_b_hh = flat.sum(0) if bias else None
+    return d_gates, d_hh, dh, dc, d_b_hh
