@@ -14,7 +14,7 @@ export PIP_DISABLE_PIP_VERSION_CHECK := 1
 SYSTEM_PACKAGES := chromium chromium-driver graphviz
 SYSTEM_COMMANDS := chromium chromedriver dot
 
-.PHONY: demo test bench lint clean system-packages
+.PHONY: demo test bench bench-sweep lint clean system-packages
 
 $(CREATED):
 	$(PYTHON) -m venv $(VENV)
@@ -60,6 +60,10 @@ test: $(STAMP) system-packages
 
 bench: $(STAMP)
 	$(PY) benchmarks/run.py
+
+# how cost grows with size (run.py --sweep): curves on benchmarks/results/sweep-latest.html
+bench-sweep: $(STAMP)
+	$(PY) benchmarks/run.py --sweep
 
 # ruff, then mypy over examples/ and the docs' code blocks through the packages' types, with
 # the generated tensor.pyi checked to be current first (scripts/gen_tensor_stub.py rewrites it)

@@ -13,6 +13,7 @@ pairwise ratio dl.free / other. The table goes to stdout; the numbers go to
 benchmarks/results/<timestamp>.json and benchmarks/results/latest.json.
 
     python benchmarks/run.py [--quick] [--only WORKLOAD ...]
+    python benchmarks/run.py --sweep [--quick] [--only WORKLOAD ...]   (benchmarks/sweep.py)
 """
 
 from __future__ import annotations
@@ -45,10 +46,11 @@ SETTLE_S = 0.25
 class Worker:
     """The coordinator's handle on one worker process."""
 
-    def __init__(self, context, workload: str, framework: str):
+    def __init__(self, context, workload: str, framework: str, settings: dict | None = None):
         self.label = f"{framework} worker for {workload}"
         self.conn, child_conn = context.Pipe()
-        self.process = context.Process(target=worker.serve, args=(child_conn, workload, framework),
+        self.process = context.Process(target=worker.serve,
+                                       args=(child_conn, workload, framework, settings),
                                        daemon=True)
         self.process.start()
         child_conn.close()
@@ -69,12 +71,16 @@ class Worker:
         self.process.join()
 
 
-def measure(workload, mode: str) -> dict:
-    """Time one workload in every available framework; the result as JSON-ready data."""
-    plan = workload.PLANS[mode]
+def measure(workload, mode: str, settings: dict | None = None, plan=None,
+            references: tuple | None = None) -> dict:
+    """Time one workload in every available framework (or only in `references` besides
+    dl.free), under its plan for `mode` unless `plan` is given, with `settings` overriding
+    its size constants; the result as JSON-ready data."""
+    plan = plan or workload.PLANS[mode]
     context = multiprocessing.get_context("spawn")
-    frameworks = ["dlfree", *(fw for fw in workload.BUILDERS if fw != "dlfree")]
-    started = {fw: Worker(context, workload.NAME, fw) for fw in frameworks}
+    frameworks = ["dlfree", *(fw for fw in workload.BUILDERS
+                              if fw != "dlfree" and (references is None or fw in references))]
+    started = {fw: Worker(context, workload.NAME, fw, settings) for fw in frameworks}
     workers, environments, skipped = {}, {}, {}
     try:
         for fw, w in started.items():
@@ -198,12 +204,19 @@ def main(argv=None) -> int:
                         help="a few short rounds: a smoke test, not a measurement")
     parser.add_argument("--only", action="append", choices=list(WORKLOADS), metavar="WORKLOAD",
                         help=f"run only this workload (repeatable): {', '.join(WORKLOADS)}")
+    parser.add_argument("--sweep", action="store_true",
+                        help="time the swept workloads over a range of sizes and draw the "
+                             "curves (benchmarks/sweep.py)")
     args = parser.parse_args(argv)
     mode = "quick" if args.quick else "full"
     # dl.free sets OpenBLAS's idle timeout itself when it is imported before NumPy (see
     # dlfree.threads); the workers load NumPy first, through the workloads, so the same
     # setting is made here, for every worker alike, and reported with the machine.
     os.environ.setdefault("OPENBLAS_THREAD_TIMEOUT", BLAS_IDLE_TIMEOUT)
+    if args.sweep:
+        import sweep
+
+        return sweep.main(mode, args.only)
     results = {"started": time.strftime("%Y%m%d-%H%M%S"), "command": " ".join(sys.argv),
                "mode": mode, "machine": environment.machine(), "workloads": {}}
     print(format_machine(results["machine"]) + "\n", flush=True)

@@ -13,13 +13,17 @@ import environment
 from workloads import WORKLOADS
 
 
-def serve(conn, workload_name: str, framework: str) -> None:
+def serve(conn, workload_name: str, framework: str, settings: dict | None = None) -> None:
     """Build the step, say hello, then answer each request `n` with a median; None stops.
 
+    `settings` overrides the workload module's size constants (`{"BATCH": 64}`) before
+    the step is built: the sweep (benchmarks/sweep.py) times one workload at many sizes.
     The hello is {"environment": ...}, or {"unavailable": reason} when the framework
     cannot be imported.
     """
     workload = WORKLOADS[workload_name]
+    for name, value in (settings or {}).items():
+        setattr(workload, name, value)
     try:
         step = workload.BUILDERS[framework]()
     except ImportError as e:

@@ -37,6 +37,7 @@ IMPORTS = {
     "DType": "from .dtypes import DType",
     "Device": "from .device import Device",
     "Function": "from .autograd.function import Function",
+    "GeqrfResult": "from .ops.householder import GeqrfResult",
 }
 # Unannotated op methods whose result is one tensor by their family's contract: the
 # elementwise, comparison and cast ops, the in-place methods (they return self) and the

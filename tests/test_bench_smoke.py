@@ -51,6 +51,7 @@ for _graph_workload in ("residual_tower", "gated_routing", "iterative_refine", "
     WORKLOADS[_graph_workload].WIDTH, WORKLOADS[_graph_workload].BATCH = 32, 8
 WORKLOADS["t5_generation"].NEW_TOKENS = 8
 WORKLOADS["vit_inference"].BATCH = 2
+WORKLOADS["resnet20_step"].BATCH = 8
 
 
 def _reference_name(module) -> str:

@@ -41,6 +41,7 @@ from . import (
     mlp_step,
     op_overhead,
     residual_tower,
+    resnet20_step,
     t5_generation,
     vit_inference,
 )
@@ -49,4 +50,5 @@ WORKLOADS = {module.NAME: module
              for module in (op_overhead, mlp_step, cnn_step, conv2d, attention_block, adamw_step,
                             lamb_step, map_eval, minilm_inference, gpt_generation, ddp_mlp,
                             gcn_step, gat_step, dashboard_idle, residual_tower, gated_routing,
-                            iterative_refine, feedback_fixed, t5_generation, vit_inference)}
+                            iterative_refine, feedback_fixed, t5_generation, vit_inference,
+                            resnet20_step)}

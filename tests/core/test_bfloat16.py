@@ -121,9 +121,34 @@ print(dl.ones(1).float().dtype)
     assert out.stdout.strip() == "dlfree.float32"
 
 
+CUPY_REFUSES = (r"bfloat16 tensors live on the CPU only: cupy cannot hold bfloat16; convert "
+                r"with \.float\(\) \(float32\) or \.half\(\) \(float16\) before moving to cuda")
+
+
+def test_the_cuda_backend_declares_that_it_cannot_hold_bfloat16():
+    """On the CPU: the declaration, and the refusal it gives before any CuPy import, need no
+    GPU (the cupy-device test below moves a real tensor)."""
+    from dlfree.backends import CupyBackend, NumpyBackend
+
+    cuda, cpu = CupyBackend(), NumpyBackend()
+    assert set(cuda.unheld_dtypes) == {"bfloat16"} and cpu.unheld_dtypes == {}
+    for spec in ("bfloat16", dl.bfloat16, dl.bfloat16.np):
+        with pytest.raises(dl.DTypeError, match=CUPY_REFUSES):
+            cuda.check_dtype(spec)
+        cpu.check_dtype(spec)  # the CPU holds it
+    for held in (dl.float16, dl.float32, np.dtype("float16"), np.dtype("int64")):
+        cuda.check_dtype(held)
+    with pytest.raises(dl.DTypeError, match=CUPY_REFUSES):
+        cuda.asarray(dl.ones(2).bfloat16().numpy())
+
+
 @pytest.mark.parametrize("device", [d for d in DEVICES if d.id == "cupy"])
 def test_cupy_refuses_bfloat16_clearly(device):
-    with pytest.raises(dl.DTypeError, match="CPU only"):
+    with pytest.raises(dl.DTypeError, match=CUPY_REFUSES):
         dl.ones(2).bfloat16().to(device)
+    with pytest.raises(dl.DTypeError, match=CUPY_REFUSES):
+        dl.ones(2, device=device).bfloat16()
+    with pytest.raises(dl.DTypeError, match=CUPY_REFUSES):
+        dl.zeros(2, dtype=dl.bfloat16, device=device)
     with pytest.raises(dl.DTypeError, match="CPU only"):
         dl.amp.autocast("cuda", dtype=dl.bfloat16)

@@ -66,6 +66,16 @@ CONV_CASES = [
     conv_t_case("conv_transpose2d_dilation_outpad", 2, (1, 3, 3, 3), (3, 2, 2, 2),
                 dilation=2, output_padding=1, padding=1),
     conv_t_case("conv_transpose1d_groups", 1, (2, 4, 5), (4, 3, 3), groups=2, padding=1),
+    # 1x1, stride 1, no padding: a GEMM per image, no copy (the 1x1 rows that stride or
+    # pad, in test_parity_conv.py and below, take im2col)
+    conv_case("conv2d_pointwise", 2, (3, 4, 3, 5), (6, 4, 1, 1)),
+    conv_case("conv2d_pointwise_groups", 2, (2, 6, 4, 3), (9, 2, 1, 1), groups=3),
+    conv_case("conv2d_pointwise_depthwise", 2, (2, 3, 4, 4), (6, 1, 1, 1), groups=3),
+    conv_case("conv2d_pointwise_dilation", 2, (2, 3, 4, 4), (2, 3, 1, 1), dilation=2),
+    conv_case("conv2d_1x1_padded", 2, (2, 3, 3, 3), (2, 3, 1, 1), padding=1),
+    conv_case("conv1d_pointwise", 1, (2, 3, 7), (5, 3, 1)),
+    conv_case("conv3d_pointwise_groups", 3, (2, 4, 2, 3, 2), (6, 2, 1, 1, 1), groups=2),
+    conv_t_case("conv_transpose2d_pointwise_groups", 2, (2, 4, 3, 3), (4, 3, 1, 1), groups=2),
 ]
 
 
@@ -85,6 +95,26 @@ CHECKS = {"forward": check_forward, "grad": check_grad, "gradcheck": check_gradc
 @pytest.mark.parametrize("case", CONV_CASES, ids=str)
 def test_conv_paths(case, check, device, shifted):
     CHECKS[check](case, device)
+
+
+@pytest.mark.parametrize("padding, stride, pointwise", [(0, 1, True), (1, 1, False),
+                                                        (0, 2, False)])
+def test_pointwise_path_only_for_unpadded_stride_1(padding, stride, pointwise):
+    window = conv._window("conv2d", (4, 4), (1, 1), (1, 1), (stride, stride),
+                          ((padding, padding),) * 2)
+    assert conv._pointwise(window) == pointwise
+
+
+def test_pointwise_empty_batch_and_channels():
+    """No positions to infer a reshape from: an empty batch, or no input channels."""
+    for x_shape, w_shape in (((0, 3, 2, 2), (4, 3, 1, 1)), ((2, 0, 2, 2), (4, 0, 1, 1))):
+        x = dl.zeros(*x_shape, requires_grad=True)
+        w = dl.ones(*w_shape, requires_grad=True)
+        y = dl.functional.conv2d(x, w)
+        assert tuple(y.shape) == (x_shape[0], 4, 2, 2)
+        assert not y.detach().numpy().any()
+        y.sum().backward()
+        assert tuple(x.grad.shape) == x_shape and tuple(w.grad.shape) == w_shape
 
 
 def test_copy_depth_follows_channels(shifted):

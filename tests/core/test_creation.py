@@ -123,3 +123,32 @@ def test_requires_grad_on_factories():
     assert t.requires_grad and t.is_leaf
     with pytest.raises(dl.DTypeError):
         dl.arange(3, requires_grad=True)
+
+
+def test_the_like_factories_take_shape_and_dtype_from_their_tensor():
+    dl.manual_seed(1)
+    base = dl.zeros(50000, dtype=dl.float64)
+    r = dl.rand_like(base).numpy()
+    assert r.dtype == np.float64 and r.min() >= 0 and r.max() < 1 and abs(r.mean() - 0.5) < 0.01
+    i = dl.randint_like(base, 2, 5)
+    assert i.dtype == dl.float64 and set(np.unique(i.numpy())) == {2.0, 3.0, 4.0}
+    assert set(np.unique(dl.randint_like(dl.zeros(1000, dtype=dl.int32), 3).numpy())) == \
+        {0, 1, 2}
+    for empty in (dl.empty_like(dl.ones(2, 3, dtype=dl.int16)), dl.ones(1).new_empty(2, 3,
+                                                                             dtype=dl.int16)):
+        assert empty.shape == (2, 3) and empty.dtype == dl.int16  # values are uninitialised
+
+
+def test_the_default_stream_s_state_round_trips_and_its_seed_is_kept():
+    dl.manual_seed(7)
+    assert dl.initial_seed() == 7
+    state = dl.get_rng_state()
+    first = dl.randn(4).tolist()
+    dl.set_rng_state(state)
+    assert dl.randn(4).tolist() == first
+    drawn = dl.seed()  # a fresh, non-deterministic seed, reported back
+    assert dl.initial_seed() == drawn
+    dl.manual_seed(drawn)
+    again = dl.rand(3).tolist()
+    dl.manual_seed(drawn)
+    assert dl.rand(3).tolist() == again

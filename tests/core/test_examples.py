@@ -15,6 +15,8 @@ import dlfree as dl
 import numpy as np
 import pytest
 
+from support.idx import learnable_digits, write_mnist
+
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
 
@@ -169,3 +171,68 @@ def test_progressive_loads_a_saved_encoder_freezes_then_thaws_it(tmp_path):
     assert (tmp_path / "encoder.safetensors").exists()
     assert "thawing the encoder (unchanged while frozen: True)" in out, out
     assert alone > 85 and larger > 85, out
+
+
+def test_xor_mlp_gets_all_four_right():
+    out = run_example("xor_mlp.py", "--steps", "150")
+    losses = numbers(r"loss (\d+\.\d+)", out)
+    assert losses[-1] < 0.05 < losses[0], out
+    assert "4/4 correct" in out, out
+
+
+def test_reinforce_return_rises_on_the_bandit_and_on_cartpole():
+    out = run_example("reinforce.py", "--bandit-episodes", "100", "--iterations", "20",
+                      "--episodes", "8")
+    best = numbers(r"best arm pays (-?\d+\.\d+)", out)[0]
+    bandit_first, bandit_last = _first_last("bandit", "reward", out)
+    assert bandit_last > bandit_first + 0.5, out  # rewards are N(mean, 1) per pull
+    assert bandit_last > best - 0.4, out  # most pulls go to the best arm (or a near one)
+    cart_first, cart_last = _first_last("cartpole", "return", out)
+    assert cart_first < 60, out  # a random policy balances for about 20 steps
+    assert cart_last > cart_first + 50, out
+
+
+def _first_last(name: str, unit: str, out: str) -> tuple[float, float]:
+    """The means of the first and last episodes that reinforce.py prints for `name`."""
+    match = re.search(rf"{name}: mean {unit} of the first \d+: (-?\d+\.\d+), of the last "
+                      rf"\d+: (-?\d+\.\d+)", out)
+    assert match, out
+    return float(match.group(1)), float(match.group(2))
+
+
+def test_multi_task_trains_both_heads_through_one_loss():
+    out = run_example("multi_task.py", "--epochs", "4")
+    untrained_accuracy = numbers(r"untrained\s+held-out accuracy (\d+\.\d)%", out)[0]
+    untrained_error = numbers(r"untrained\s+held-out accuracy \S+\s+ink MAE (\d+\.\d+)", out)[0]
+    accuracy = numbers(r"epoch +\d+ .*held-out accuracy (\d+\.\d)%", out)
+    error = numbers(r"epoch +\d+ .*ink MAE (\d+\.\d+)", out)
+    assert len(accuracy) == len(error) == 4, out
+    assert untrained_accuracy < 25 and accuracy[-1] > 85, out  # ten classes
+    assert error[-1] < 0.8 * untrained_error, out  # the ink head learns too
+
+
+@pytest.mark.parametrize("name", ["mnist_mlp.py", "mnist_cnn.py"])
+def test_mnist_examples_without_a_folder_say_how_to_get_the_files(name):
+    out = run_example(name)  # exits 0
+    assert "train-images-idx3-ubyte.gz" in out and "t10k-labels-idx1-ubyte.gz" in out, out
+    assert "download=True" in out and f"python examples/{name} mnist" in out, out
+
+
+@pytest.mark.parametrize("name, gz", [("mnist_mlp.py", True), ("mnist_mlp.py", False),
+                                      ("mnist_cnn.py", True)])
+def test_mnist_examples_learn_from_idx_files_in_a_folder(name, gz, tmp_path, rng):
+    for prefix, n in (("train", 600), ("t10k", 200)):
+        images, labels = learnable_digits(n, rng)
+        write_mnist(tmp_path, rng, prefix, gz=gz, images=images, labels=labels)
+    out = run_example(name, str(tmp_path), "--epochs", "2")
+    assert "600 training images, 200 test images" in out, out
+    accuracy = numbers(r"test accuracy (\d+\.\d+)%", out)
+    assert len(accuracy) == 2 and accuracy[-1] > 80, out  # ten classes: guessing gets 10 %
+
+
+def test_mnist_example_with_a_folder_missing_the_files_fails_naming_them(tmp_path):
+    result = subprocess.run([sys.executable, str(EXAMPLES / "mnist_mlp.py"), str(tmp_path)],
+                            capture_output=True, text=True, timeout=60)
+    assert result.returncode == 1
+    assert f"train-images-idx3-ubyte (or train-images-idx3-ubyte.gz) is not in {tmp_path}" \
+        in result.stderr, result.stderr

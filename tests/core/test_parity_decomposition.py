@@ -91,6 +91,17 @@ CASES = [
     Case("qr_complete_square", lambda m, a: tuple(lin(m).qr(a, "complete")), [(3, 3)]),
     Case("qr_r_only", lambda m, a: lin(m).qr(a, "r").R, [(4, 3)], grad=False),
     Case("qr_method", lambda m, a: tuple(a.qr()), [(4, 2)], marks=DEPRECATED_IN_TORCH),
+    # LAPACK's compact QR (no derivative, as in torch) and the product of its reflectors
+    Case("geqrf", lambda m, a: tuple(m.geqrf(a)), [(2, 5, 3)], grad=False),
+    Case("geqrf_wide_method", lambda m, a: tuple(a.geqrf()), [(3, 4)], grad=False),
+    Case("householder_product", lambda m, a, tau: lin(m).householder_product(a, tau),
+         [(5, 3), (3,)], gradgrad=True),
+    Case("householder_product_batch_fewer", lambda m, a, tau: lin(m).householder_product(
+        a, tau), [(2, 4, 3), (2, 2)]),
+    Case("householder_product_of_geqrf", lambda m, a: lin(m).householder_product(
+        *m.geqrf(a)), [(4, 4)], grad=False),
+    Case("orgqr", lambda m, a, tau: m.orgqr(a, tau), [(4, 2), (2,)]),
+    Case("orgqr_method", lambda m, a, tau: a.orgqr(tau), [(3, 3), (1,)]),
     # svd, eigh
     Case("svd_reduced", lambda m, a: absolute(lin(m).svd(a, full_matrices=False)), [(4, 3)],
          gradgrad=True),
@@ -159,6 +170,11 @@ test_forward, test_grad, test_gradcheck, test_gradgrad = run_family(CASES)
     (lambda: dl.linalg.qr(dl.zeros(3, 3), "full"), ValueError, "valid: 'reduced', 'complete'"),
     (lambda: dl.linalg.eigh(dl.eye(2), UPLO="X"), ValueError, "valid: 'L' or 'U'"),
     (lambda: dl.linalg.inv(dl.eye(2, dtype=dl.int64)), dl.DTypeError, "floating-point"),
+    (lambda: dl.linalg.householder_product(dl.zeros(2, 3), dl.zeros(2)), dl.ShapeError,
+     r"at least as many rows as columns, got shape \(2, 3\)"),
+    (lambda: dl.linalg.householder_product(dl.zeros(3, 2), dl.zeros(3)), dl.ShapeError,
+     r"tau must have shape \(\*batch, k\) with batch \(\) and k <= 2, got \(3,\)"),
+    (lambda: dl.geqrf(dl.zeros(3)), dl.ShapeError, r"geqrf: expected a tensor of matrices"),
 ])
 def test_bad_input_names_the_op_and_what_is_valid(call, error, message):
     with pytest.raises(error, match=message):
@@ -170,6 +186,18 @@ def test_the_gradient_of_a_wide_qr_says_what_is_implemented():
     q, r = dl.linalg.qr(a)
     with pytest.raises(dl.AutogradError, match="at least as many rows as columns"):
         r.sum().backward()
+
+
+def test_geqrf_has_no_derivative_and_says_what_to_use():
+    a, tau = dl.geqrf(dl.randn(3, 3, dtype=dl.float64, requires_grad=True))
+    with pytest.raises(dl.AutogradError, match="differentiate linalg.qr or householder_product"):
+        (a.sum() + tau.sum()).backward()
+
+
+def test_the_reflectors_of_geqrf_multiply_into_qr_s_q():
+    a = dl.randn(2, 5, 3, dtype=dl.float64)
+    q = dl.linalg.householder_product(*dl.geqrf(a))
+    np.testing.assert_allclose(q.numpy(), dl.linalg.qr(a).Q.numpy(), rtol=1e-12, atol=1e-12)
 
 
 def test_without_gradients_no_graph_is_recorded():

@@ -112,12 +112,15 @@ CASES = [
         return_indices=True),
     row("adaptive_max_pool1d", "adaptive_max_pool1d", distinct(2, 2, 9), output_size=4,
         return_indices=True),
+    row("adaptive_max_pool3d", "adaptive_max_pool3d", distinct(1, 2, 5, 4, 3),
+        output_size=(2, 3, 2), return_indices=True),
     # power-average pooling
     Case("lp_pool2d_p2", lambda m, a: F(m).lp_pool2d(a, 2, 2), [POSITIVE], gradgrad=True),
     Case("lp_pool2d_p3_ceil", lambda m, a: F(m).lp_pool2d(a, 3, 3, stride=2, ceil_mode=True),
          [Float((1, 2, 7, 5), 0.5, 2.0)]),
     Case("lp_pool1d_fractional", lambda m, a: F(m).lp_pool1d(a, 1.5, 3, stride=2),
          [Float((2, 2, 9), 0.5, 2.0)], gradgrad=True),
+    Case("lp_pool3d", lambda m, a: F(m).lp_pool3d(a, 2, 2), [Float((1, 2, 4, 4, 5), 0.5, 2.0)]),
     Case("lp_pool2d_inf", lambda m, a: F(m).lp_pool2d(a, math.inf, 2),
          [Float((2, 2, 6, 6), 0.1, 2.0, distinct=True)]),
     # pixel shuffle

@@ -106,3 +106,18 @@ def test_bad_distributions_are_refused(call, message):
 def test_multinomial_needs_floating_weights():
     with pytest.raises(dl.DTypeError, match="multinomial: not supported for int64"):
         dl.multinomial(dl.tensor([1, 2]), 1)
+
+
+@pytest.mark.parametrize("fill, mean, var", [
+    (lambda t, g: t.normal_(2.0, 0.5, generator=g), 2.0, 0.25),
+    (lambda t, g: t.uniform_(-1.0, 3.0, generator=g), 1.0, 16 / 12),
+    (lambda t, g: t.bernoulli_(0.3, generator=g), 0.3, 0.21),
+])
+def test_the_continuous_and_bernoulli_fills_draw_their_distribution(fill, mean, var):
+    t = dl.empty(N, dtype=dl.float64)
+    assert fill(t, _gen()) is t
+    values = t.numpy()
+    assert abs(values.mean() - mean) < 5 * math.sqrt(var / N)
+    assert abs(values.var() - var) < 0.05 * var
+    again = fill(dl.empty(N, dtype=dl.float64), _gen())
+    assert again.tolist() == t.tolist()  # the same seed, the same fill

@@ -93,3 +93,13 @@ def test_iteration_and_len():
     assert [r.tolist() for r in rows] == [[1, 2], [3, 4]]
     with pytest.raises(TypeError):
         len(dl.tensor(1.0))
+
+
+def test_a_cpu_tensor_is_not_cuda_and_cuda_says_why_it_cannot_move():
+    t = dl.ones(2)
+    assert not t.is_cuda and t.device.type == "cpu"
+    if dl.cuda.is_available():  # the cupy-device tests move tensors for real
+        assert t.cuda().is_cuda and t.cuda().device.type == "cuda"
+        return
+    with pytest.raises(dl.DeviceError, match="device 'cuda' is not available: "):
+        t.cuda()

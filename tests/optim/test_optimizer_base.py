@@ -240,3 +240,48 @@ def test_a_schedule_may_bring_lr_to_zero_and_the_state_still_loads(name):
     fresh = cls([p], lr=0.1, **extra)
     fresh.load_state_dict(opt.state_dict())
     assert fresh.param_groups[0]["lr"] == 0.0
+
+
+def _three_params_with_grads(*bad):
+    """Parameters of three shapes with finite gradients, except `bad`: (index, flat, value)."""
+    params = [_param(1.0, 2.0), dl.Parameter(dl.ones(2, 3)), _param(0.5)]
+    for p in params:
+        p.grad = dl.ones_like(p) * 0.25
+    for index, flat, value in bad:
+        grad = params[index].grad.numpy().copy()
+        grad.reshape(-1)[flat] = value
+        params[index].grad = dl.tensor(grad)
+    return params
+
+
+@pytest.mark.parametrize("bad", [(1, 4, np.inf), (2, 0, -np.inf), (0, 1, np.nan),
+                                 (1, 0, np.nan)], ids=["inf", "-inf", "nan", "nan-first"])
+def test_gradients_are_finite_is_false_for_any_nan_or_inf(bad):
+    opt = SGD(_three_params_with_grads(bad), lr=0.1)
+    result = opt.gradients_are_finite()
+    assert result is False
+
+
+def test_gradients_are_finite_is_true_when_all_are_and_skips_params_without_grads():
+    params = _three_params_with_grads()
+    params.append(_param(np.inf))  # its value is not its gradient, and it has none
+    opt = SGD([{"params": params[:2]}, {"params": params[2:], "lr": 0.5}], lr=0.1)
+    assert opt.gradients_are_finite() is True
+    opt.zero_grad()
+    assert opt.gradients_are_finite() is True  # no gradients at all: nothing is wrong
+
+
+def test_gradients_are_finite_combines_all_tensors_before_one_host_read(monkeypatch):
+    """The per-tensor answers are stacked on the device and read once (one sync on CuPy)."""
+    params = _three_params_with_grads()
+    opt = SGD(params, lr=0.1)
+    stacked = []
+    real_stack = np.stack
+
+    def spy(arrays, *args, **kwargs):
+        stacked.append(len(arrays))
+        return real_stack(arrays, *args, **kwargs)
+
+    monkeypatch.setattr(np, "stack", spy)
+    assert opt.gradients_are_finite() is True
+    assert stacked == [len(params)]

@@ -5,7 +5,6 @@ a local HTTP server, and scikit-learn's digits."""
 from __future__ import annotations
 
 import functools
-import gzip
 import hashlib
 import http.server
 import io
@@ -13,6 +12,7 @@ import sys
 import tarfile
 import threading
 
+from dlfree import CheckpointError
 from dlfree.data import DataLoader
 from dlfree.data.datasets import (
     CIFAR10,
@@ -26,27 +26,7 @@ from dlfree.data.datasets import (
 import numpy as np
 import pytest
 
-
-def idx_bytes(array: np.ndarray) -> bytes:
-    """The IDX encoding: two zero bytes, type 0x08 (unsigned byte), the number of dimensions,
-    each dimension as a big-endian int32, then the bytes."""
-    header = bytes([0, 0, 0x08, array.ndim])
-    header += b"".join(int(d).to_bytes(4, "big") for d in array.shape)
-    return header + array.astype(np.uint8).tobytes()
-
-
-def write_mnist(folder, rng, prefix="train", n=6, gz=True):
-    images = rng.integers(0, 256, size=(n, 28, 28), dtype=np.uint8)
-    labels = rng.integers(0, 10, size=n, dtype=np.uint8)
-    folder.mkdir(parents=True, exist_ok=True)
-    for name, array in ((f"{prefix}-images-idx3-ubyte", images),
-                        (f"{prefix}-labels-idx1-ubyte", labels)):
-        data = idx_bytes(array)
-        if gz:
-            (folder / f"{name}.gz").write_bytes(gzip.compress(data))
-        else:
-            (folder / name).write_bytes(data)
-    return images, labels
+from support.idx import idx_bytes, write_mnist
 
 
 @pytest.mark.parametrize("gz", [True, False])
@@ -78,11 +58,12 @@ def test_a_truncated_idx_file_is_refused(tmp_path, rng):
     write_mnist(tmp_path, rng, gz=False)
     path = tmp_path / "train-images-idx3-ubyte"
     path.write_bytes(path.read_bytes()[:-10])
-    with pytest.raises(ValueError, match=r"train-images-idx3-ubyte: 4710 bytes, expected 4720 "
-                                         r"for the header and \(6, 28, 28\) unsigned bytes"):
+    with pytest.raises(CheckpointError, match=r"train-images-idx3-ubyte: 4710 bytes, expected "
+                                              r"4720 for the header and \(6, 28, 28\) unsigned "
+                                              r"bytes"):
         MNIST(tmp_path)
     path.write_bytes(path.read_bytes()[:7])
-    with pytest.raises(ValueError, match="7 bytes is too short for an IDX header"):
+    with pytest.raises(CheckpointError, match="7 bytes is too short for an IDX header"):
         MNIST(tmp_path)
 
 
@@ -90,8 +71,18 @@ def test_a_truncated_gzip_file_is_refused(tmp_path, rng):
     write_mnist(tmp_path, rng)
     path = tmp_path / "train-labels-idx1-ubyte.gz"
     path.write_bytes(path.read_bytes()[:-12])
-    with pytest.raises(ValueError, match="train-labels-idx1-ubyte.gz: not a complete gzip file"):
+    with pytest.raises(CheckpointError,
+                       match="train-labels-idx1-ubyte.gz: not a complete gzip file"):
         MNIST(tmp_path)
+
+
+def test_garbage_in_a_gz_file_is_refused(tmp_path, rng):
+    write_mnist(tmp_path, rng, prefix="t10k")
+    path = tmp_path / "t10k-images-idx3-ubyte.gz"
+    path.write_bytes(rng.integers(0, 256, size=300, dtype=np.uint8).tobytes())
+    with pytest.raises(CheckpointError, match=r"t10k-images-idx3-ubyte.gz: not a gzip file .*"
+                                              r"delete it and download it again"):
+        MNIST(tmp_path, train=False)
 
 
 def test_a_wrong_magic_number_is_refused(tmp_path, rng):
@@ -99,19 +90,19 @@ def test_a_wrong_magic_number_is_refused(tmp_path, rng):
     images, labels = tmp_path / "train-images-idx3-ubyte", tmp_path / "train-labels-idx1-ubyte"
     swapped = images.read_bytes()
     images.write_bytes(labels.read_bytes())
-    with pytest.raises(ValueError, match=r"train-images-idx3-ubyte: magic number 2049, expected "
-                                         r"2051 \(an IDX images file"):
+    with pytest.raises(CheckpointError, match=r"train-images-idx3-ubyte: magic number 2049, "
+                                              r"expected 2051 \(an IDX images file"):
         MNIST(tmp_path)
     images.write_bytes(swapped)
     labels.write_bytes(swapped)
-    with pytest.raises(ValueError, match="magic number 2051, expected 2049"):
+    with pytest.raises(CheckpointError, match="magic number 2051, expected 2049"):
         MNIST(tmp_path)
 
 
 def test_images_and_labels_must_agree_and_files_must_exist(tmp_path, rng):
     write_mnist(tmp_path, rng, gz=False)
     (tmp_path / "train-labels-idx1-ubyte").write_bytes(idx_bytes(np.zeros(5, np.uint8)))
-    with pytest.raises(ValueError, match="has 6 images but .* has 5 labels"):
+    with pytest.raises(CheckpointError, match="has 6 images but .* has 5 labels"):
         MNIST(tmp_path)
     with pytest.raises(FileNotFoundError, match=r"t10k-images-idx3-ubyte \(or "
                                                 r"t10k-images-idx3-ubyte.gz\) is not in .*"

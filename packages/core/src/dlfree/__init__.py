@@ -43,10 +43,12 @@ from .dtypes import (  # noqa: E402
     bool_,
     complex64,
     complex128,
+    finfo,
     float16,
     float32,
     float64,
     get_default_dtype,
+    iinfo,
     int8,
     int16,
     int32,
@@ -77,6 +79,7 @@ from .ops.counting import *  # noqa: E402,F403
 from .ops.decomposition import *  # noqa: E402,F403
 from .ops.elementwise import *  # noqa: E402,F403
 from .ops.grouped import *  # noqa: E402,F403
+from .ops.householder import *  # noqa: E402,F403
 from .ops.indexing import *  # noqa: E402,F403
 from .ops.inplace import *  # noqa: E402,F403
 from .ops.linalg import *  # noqa: E402,F403

@@ -124,6 +124,7 @@ def from_numpy(array: np.ndarray) -> Tensor:
 def _filled(size, value, dtype, device, requires_grad, np_dtype_default) -> Tensor:
     np_dtype = dtypes.as_dtype(dtype).np if dtype is not None else np_dtype_default
     dev = Device(device) if device is not None else CPU
+    dev.backend.check_dtype(np_dtype)
     array = dev.xp.full(_size(size), value, dtype=np_dtype) if value is not None else \
         dev.xp.empty(_size(size), dtype=np_dtype)
     return _finish(array, dev, requires_grad)

@@ -123,6 +123,28 @@ def set_default_dtype(dtype) -> None:
     _default_float[0] = d
 
 
+def finfo(dtype=None):
+    """The machine limits of a floating dtype, as torch.finfo gives them (bits, eps, max,
+    min, tiny, smallest_normal, resolution); of the default dtype when none is given, of
+    the real part's dtype for a complex one."""
+    d = get_default_dtype() if dtype is None else as_dtype(dtype)
+    if not (d.is_floating_point or d.is_complex):
+        raise DTypeError(f"finfo: {d!r} is not a floating dtype; use iinfo for integers")
+    if d.name == "bfloat16":
+        import ml_dtypes
+
+        return ml_dtypes.finfo(d.np)
+    return np.finfo(d.np)
+
+
+def iinfo(dtype):
+    """The machine limits of an integer dtype, as torch.iinfo gives them (bits, max, min)."""
+    d = as_dtype(dtype)
+    if d.category != 1:
+        raise DTypeError(f"iinfo: {d!r} is not an integer dtype; use finfo for floating ones")
+    return np.iinfo(d.np)
+
+
 def as_dtype(spec) -> DType:
     """Resolve a DType, NumPy dtype, Python type or name to a DType."""
     if type(spec) is DType:

@@ -15,6 +15,7 @@ from .autograd.autocasting import autocast_policy
 from .errors import LinAlgError, ShapeError
 from .ops import decomposition as _d
 from .ops import products
+from .ops.householder import householder_product
 from .ops.linalg import matmul, matrix_norm
 from .ops.reduction import vector_norm
 from .ops.shape import diagonal as _diagonal
@@ -26,7 +27,7 @@ __all__ = ["norm", "vector_norm", "matrix_norm", "matmul", "det", "slogdet", "in
            "qr", "svd", "svdvals", "eig", "eigvals", "eigh", "eigvalsh", "matrix_power",
            "matrix_exp", "matrix_rank", "cond", "lu", "lu_factor", "lu_factor_ex", "lu_solve",
            "multi_dot", "vecdot", "diagonal", "tensorinv", "tensorsolve", "vander",
-           "cross", "LinAlgError"]
+           "cross", "householder_product", "LinAlgError"]
 
 
 class SlogdetResult(NamedTuple):

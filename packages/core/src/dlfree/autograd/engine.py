@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from ..errors import AutogradError, ShapeError
 from ..tensor import Tensor
+from .anomaly import first_non_finite, where_non_finite
 from .function import PROFILING, Function
 from .grad_mode import STATE
 
@@ -81,11 +82,14 @@ def _root_gradients(outputs, grad_outputs):
 
 def _check_finite(node, grads) -> None:
     for i, g in enumerate(grads):
-        if g is not None and not bool(g._device.xp.isfinite(g._data).all()):
-            bad = "nan" if bool(g._device.xp.isnan(g._data).any()) else "inf"
+        if g is None:
+            continue
+        found = first_non_finite(g._device.xp, g._data)
+        if found is not None:
             trace = getattr(node, "_trace", "")
             raise AutogradError(
-                f"{node.name} returned {bad} values in its gradient for input {i}"
+                f"{node.name} produced {where_non_finite(found, g.shape)} in the gradient "
+                f"for input {i}"
                 + (f"; the forward call that created it:\n{trace}" if trace else "")
             )
 

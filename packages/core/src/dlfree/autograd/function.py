@@ -8,6 +8,7 @@ import traceback
 from ..dtypes import BFLOAT16, bfloat16_dtype, float32
 from ..errors import AutogradError, DeviceError, DTypeError, ShapeError
 from ..tensor import Tensor
+from .anomaly import CHECK_FORWARD, check_forward
 from .autocast_state import AUTOCAST
 from .grad_mode import STATE
 
@@ -102,6 +103,9 @@ class Function:
             # ml_dtypes multiplies bfloat16 matrices into float32; torch keeps bfloat16 in
             # and out, and so does every op here, whatever its kernel returned
             out = out.astype(bfloat16_dtype().np)
+        anomaly = STATE.anomaly  # the one read anomaly detection costs an op when it is off
+        if anomaly == CHECK_FORWARD and not STATE.backward:  # backward's: checked per node
+            check_forward(fn, inputs, out)
         result = _make(out, device)
         if record:
             if out.dtype.kind == "c" and not cls.complex_grad:
@@ -121,7 +125,7 @@ class Function:
             if fn.save_output:
                 fn._out = out
                 fn._out_vc = result._vc
-            if STATE.anomaly:
+            if anomaly:
                 fn._trace = "".join(traceback.format_stack()[:-2])
             fn._freed = False
             result.requires_grad = True

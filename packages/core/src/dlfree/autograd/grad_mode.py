@@ -10,7 +10,7 @@ class _State(threading.local):
     """Per-thread autograd switches (PyTorch keeps grad mode per thread too)."""
 
     enabled = True
-    anomaly = False
+    anomaly: bool | int = False  # True: check backward; anomaly.CHECK_FORWARD: forward too
     quiet = False  # True while floating-point warnings are already silenced (in backward)
     backward = False  # True while the engine runs backward (autocast leaves dtypes alone)
 

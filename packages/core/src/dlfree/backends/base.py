@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from ..errors import DTypeError
 from . import im2col, segments, special
 
 
@@ -16,6 +17,16 @@ class Backend:
     device_type: str = ""
     xp = None
     array_type: type = object
+    # The dtypes (by name) this backend's arrays cannot hold, each with what to use instead.
+    unheld_dtypes: dict[str, str] = {}
+
+    def check_dtype(self, dtype) -> None:
+        """Raise `DTypeError`, saying what to use instead, when this backend's arrays cannot
+        hold `dtype` (a NumPy dtype, a dl.free dtype or a name); it needs no device."""
+        name = getattr(dtype, "name", None) or str(dtype)
+        if name in self.unheld_dtypes:
+            raise DTypeError(f"{name} tensors live on the CPU only: {self.name} cannot hold "
+                             f"{name}; {self.unheld_dtypes[name]}")
 
     def is_available(self) -> bool:
         """True when arrays can be created on this backend's devices right now."""

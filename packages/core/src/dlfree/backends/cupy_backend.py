@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from ..errors import DTypeError
 from .base import Backend
 
 
 class CupyBackend(Backend):
     name = "cupy"
     device_type = "cuda"
+    unheld_dtypes = {"bfloat16": "convert with .float() (float32) or .half() (float16) "
+                                 "before moving to cuda"}
 
     @property
     def xp(self):
@@ -45,9 +46,8 @@ class CupyBackend(Backend):
 
     def asarray(self, obj, dtype=None, index: int = 0):
         wanted = getattr(obj, "dtype", None) if dtype is None else dtype
-        if wanted is not None and str(wanted) == "bfloat16":
-            raise DTypeError("bfloat16 tensors live on the CPU only: CuPy cannot hold "
-                             "bfloat16; convert with .float() or .half() before moving to cuda")
+        if wanted is not None:
+            self.check_dtype(wanted)
         with self.xp.cuda.Device(index):
             return self.xp.asarray(obj, dtype=dtype)
 

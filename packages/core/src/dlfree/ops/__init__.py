@@ -29,6 +29,7 @@ from .counting import *  # noqa: F403
 from .decomposition import *  # noqa: F403
 from .elementwise import *  # noqa: F403
 from .grouped import *  # noqa: F403
+from .householder import *  # noqa: F403
 from .indexing import *  # noqa: F403
 from .inplace import *  # noqa: F403
 from .linalg import *  # noqa: F403
@@ -46,6 +47,6 @@ from .statistics import *  # noqa: F403
 TENSOR_FAMILIES = ("cast", "comparison", "elementwise", "indexing", "inplace", "linalg",
                    "reduction", "grouped", "shape", "softmax", "combining", "counting", "placing",
                    "pointwise", "products", "sampling", "sorting", "special", "statistics",
-                   "complex_numbers", "decomposition")
+                   "complex_numbers", "decomposition", "householder")
 __all__ = [name for family in TENSOR_FAMILIES
            for name in importlib.import_module(f"{__name__}.{family}").__all__]

@@ -83,6 +83,7 @@ def to(self, *args, **kwargs) -> Tensor:
     if dtype is not None:
         np_dtype = dtypes.as_dtype(dtype).np
         if np_dtype != out._data.dtype:
+            out._device.backend.check_dtype(np_dtype)
             if out.requires_grad and dtypes.kind(np_dtype) not in "fc":
                 out = out.detach()
             out = Cast.apply(out, dtype=np_dtype)

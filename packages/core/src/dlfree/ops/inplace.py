@@ -10,6 +10,7 @@ the overwritten region), as PyTorch does.
 
 from __future__ import annotations
 
+import math
 import numbers
 
 from .. import dtypes
@@ -235,7 +236,7 @@ for _name in ["pow", "neg", "exp", "log", "log1p", "expm1", "sqrt", "rsqrt", "ab
               "reciprocal", "sin", "cos", "tan", "tanh", "sigmoid", "relu", "floor", "ceil",
               "round", "trunc", "clamp", "clip", "remainder", "fmod", "lerp", "addcmul",
               "addcdiv", "square", "erf", "masked_fill", "scatter", "scatter_add",
-              "index_add", "index_fill", "fill_diagonal", "tril", "triu", "scatter_reduce",
+              "index_add", "index_fill", "tril", "triu", "scatter_reduce",
               "index_reduce"]:
     setattr(Tensor, f"{_name}_", _generic(_name))
 Tensor.__ipow__ = lambda self, other: Tensor.pow_(self, other)
@@ -356,3 +357,30 @@ def setitem(self, index, value) -> None:
                          f"does not fit the indexed region of a tensor of shape "
                          f"{tuple(self.shape)}: {e}") from None
     self._vc[0] += 1
+
+
+def _diagonal_mask(t: Tensor, wrap: bool):
+    """Where fill_diagonal_ writes in `t`: the entries [i, i, ...] (all dims equal when
+    there are more than two); a tall matrix with `wrap` starts again every n + 1 rows."""
+    xp, shape = t._device.xp, t.shape
+    if t.ndim < 2:
+        raise ShapeError(f"fill_diagonal_: the tensor must have at least 2 dimensions, got "
+                         f"shape {tuple(shape)}")
+    if t.ndim > 2 and len(set(shape)) != 1:
+        raise ShapeError(f"fill_diagonal_: all dimensions of a tensor with more than 2 must "
+                         f"be equal, got shape {tuple(shape)}")
+    size = t.numel()
+    step = 1 + sum(math.prod(shape[d + 1:]) for d in range(t.ndim - 1))
+    end = size if wrap and t.ndim == 2 else min(shape) * step - step + 1
+    mask = xp.zeros(size, dtype=bool)
+    mask[:max(end, 0):step] = True
+    return Tensor._make(mask.reshape(shape), t._device)
+
+
+@tensor_method()
+def fill_diagonal_(self, fill_value, wrap: bool = False) -> Tensor:
+    """Set the main diagonal to `fill_value`, in place (as numpy.fill_diagonal: with `wrap`
+    a tall matrix's diagonal starts again below the square part)."""
+    mask = _diagonal_mask(self, wrap)
+    return apply_inplace(self, lambda t: t.masked_fill(mask, fill_value), (fill_value,),
+                         "fill_diagonal_")

@@ -5,7 +5,7 @@ import sys as _sys
 from dlfree import Parameter
 from dlfree import functional as functional
 
-from . import geometric, graph, init, parallel, utils
+from . import decoding, geometric, graph, init, parallel, utils
 from .attention import MultiheadAttention
 from .capsules import (
     CapsuleDecoder,
@@ -23,6 +23,7 @@ from .containers import (
     ParameterList,
     Sequential,
 )
+from .decoding import BeamSearch, Sampler
 from .graph import FlowBuilder, Graph
 
 # The layers and losses (dlfree.nn.layers), a star import per family rather than one of

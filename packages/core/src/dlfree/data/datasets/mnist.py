@@ -9,6 +9,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ...errors import CheckpointError
 from .download import download_from_mirrors
 from .images import LabelledImages
 
@@ -21,15 +22,19 @@ def _read_bytes(path: Path) -> bytes:
         return path.read_bytes()
     try:
         return gzip.decompress(path.read_bytes())
+    except gzip.BadGzipFile as e:
+        raise CheckpointError(f"{path}: not a gzip file ({e}), although its name ends in "
+                              ".gz; delete it and download it again") from None
     except (EOFError, OSError, zlib.error) as e:
-        raise ValueError(f"{path}: not a complete gzip file ({e}); delete it and download "
-                         "it again") from None
+        raise CheckpointError(f"{path}: not a complete gzip file ({e}); delete it and "
+                              "download it again") from None
 
 
 def read_idx(path: str | os.PathLike, magic: int) -> np.ndarray:
     """The uint8 array in an IDX file (`.gz` is decompressed). The header must carry
     `magic` (2051 for images, 2049 for labels) and the data must fill exactly the
-    dimensions the header gives; otherwise a ValueError names the file and the mismatch."""
+    dimensions the header gives; otherwise a `CheckpointError` (a ValueError) names the file
+    and what is wrong with it."""
     path = Path(path)
     raw = _read_bytes(path)
     ndim = magic & 0xFF
@@ -37,16 +42,18 @@ def read_idx(path: str | os.PathLike, magic: int) -> np.ndarray:
     found = int.from_bytes(raw[:4], "big") if len(raw) >= 4 else None
     if found is not None and found != magic:
         kind = {IMAGES_MAGIC: "images", LABELS_MAGIC: "labels"}.get(magic, "IDX")
-        raise ValueError(f"{path}: magic number {found}, expected {magic} (an IDX {kind} file "
-                         f"of unsigned bytes with {ndim} dimension(s)); is this the right file?")
+        raise CheckpointError(f"{path}: magic number {found}, expected {magic} (an IDX {kind} "
+                              f"file of unsigned bytes with {ndim} dimension(s)); is this the "
+                              "right file?")
     if len(raw) < header:
-        raise ValueError(f"{path}: {len(raw)} bytes is too short for an IDX header "
-                         f"({header} bytes); the file is truncated")
+        raise CheckpointError(f"{path}: {len(raw)} bytes is too short for an IDX header "
+                              f"({header} bytes); the file is truncated")
     dims = tuple(int.from_bytes(raw[4 + 4 * k:8 + 4 * k], "big") for k in range(ndim))
     expected = header + int(np.prod(dims))
     if len(raw) != expected:
-        raise ValueError(f"{path}: {len(raw)} bytes, expected {expected} for the header and "
-                         f"{dims} unsigned bytes; the file is truncated or has extra data")
+        raise CheckpointError(f"{path}: {len(raw)} bytes, expected {expected} for the header "
+                              f"and {dims} unsigned bytes; the file is truncated or has extra "
+                              "data")
     return np.frombuffer(raw, dtype=np.uint8, offset=header).reshape(dims)
 
 
@@ -89,8 +96,9 @@ class MNIST(LabelledImages):
         self.data = read_idx(images_path, IMAGES_MAGIC)
         self.targets = read_idx(labels_path, LABELS_MAGIC).astype(np.int64)
         if len(self.data) != len(self.targets):
-            raise ValueError(f"{images_path} has {len(self.data)} images but {labels_path} has "
-                             f"{len(self.targets)} labels; they must come from one release")
+            raise CheckpointError(f"{images_path} has {len(self.data)} images but {labels_path} "
+                                  f"has {len(self.targets)} labels; they must come from one "
+                                  "release")
 
     def _find(self, name: str, download: bool) -> Path:
         folders = (self.root, self.root / type(self).__name__ / "raw")

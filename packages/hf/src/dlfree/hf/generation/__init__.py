@@ -1,9 +1,8 @@
-"""Text generation for causal LMs and encoder–decoders: the KV caches, logits processors,
-decoding loops and the mixins that give models `generate`."""
+"""Text generation for causal LMs and encoder–decoders: the KV caches and the mixins that give
+models `generate`, on the logits processors and decoding loops of dlfree.nn.decoding
+(re-exported here under the names transformers users know)."""
 
-from .cache import EncoderDecoderCache, KVCache
-from .generate import DEFAULT_MAX_LENGTH, GenerationMixin
-from .logits import (
+from dlfree.nn.decoding import (
     LogitsProcessor,
     LogitsProcessorList,
     RepetitionPenaltyLogitsProcessor,
@@ -11,4 +10,7 @@ from .logits import (
     TopKLogitsWarper,
     TopPLogitsWarper,
 )
+
+from .cache import EncoderDecoderCache, KVCache
+from .generate import DEFAULT_MAX_LENGTH, GenerationMixin
 from .seq2seq import Seq2SeqGenerationMixin

@@ -9,15 +9,17 @@ import math
 
 import dlfree as dl
 from dlfree import DTypeError, ShapeError, Tensor
-
-from .logits import (
+from dlfree.nn.decoding import (
     LogitsProcessorList,
     RepetitionPenaltyLogitsProcessor,
     TemperatureLogitsWarper,
     TopKLogitsWarper,
     TopPLogitsWarper,
+    beam_search,
+    decode,
 )
-from .search import ModelFeed, beam_search, decode
+
+from .feed import ModelFeed
 
 __all__ = ["GenerationMixin", "DEFAULT_MAX_LENGTH"]
 

@@ -4,7 +4,8 @@ computed on every access from other parameters, e.g. weight = g * v / ||v||.
 `register_parametrization(module, "weight", p)` moves the weight to
 `module.parametrizations.weight.original` (or `original0`, `original1`, ... when
 `p.right_inverse` returns several tensors) and makes `module.weight` a property returning
-`p(original)`. As in torch, the module's class becomes a subclass made for that one module
+`p(original)`; assigning to `module.weight` sets the original through `p.right_inverse`.
+As in torch, the module's class becomes a subclass made for that one module
 (`ParametrizedLinear`), so the property touches no other instance; the state dict keys are
 torch's (`parametrizations.weight.original0`).
 """
@@ -28,8 +29,11 @@ class ParametrizationList(ModuleList):
         super().__init__(modules)
         first = modules[0]
         with dl.no_grad():
-            stored = first.right_inverse(original) if hasattr(first, "right_inverse") \
-                else original
+            try:  # a parametrization that cannot invert keeps the tensor as it is, as in torch
+                stored = first.right_inverse(original) if hasattr(first, "right_inverse") \
+                    else original
+            except NotImplementedError:
+                stored = original
         self.is_tensor = isinstance(stored, dl.Tensor)
         if self.is_tensor:
             self.original = _as_parameter(stored, original)
@@ -37,6 +41,19 @@ class ParametrizationList(ModuleList):
             for i, value in enumerate(stored):
                 setattr(self, f"original{i}", _as_parameter(value, original))
             self.ntensors = len(stored)
+
+    def right_inverse(self, value: dl.Tensor) -> None:
+        """Set the original(s) so that the chain computes `value`: each parametrization's
+        `right_inverse`, last first (one without it passes the value on)."""
+        with dl.no_grad():
+            for parametrization in reversed(list(self)):
+                if hasattr(parametrization, "right_inverse"):
+                    value = parametrization.right_inverse(value)
+            if self.is_tensor:
+                self.original.copy_(value)
+            else:
+                for i, part in enumerate(value):
+                    getattr(self, f"original{i}").copy_(part)
 
     def forward(self):
         if self.is_tensor:
@@ -80,7 +97,9 @@ def register_parametrization(module: Module, tensor_name: str, parametrization: 
                                 {"__module__": cls.__module__, "_plain_class": cls})
     module.parametrizations[tensor_name] = ParametrizationList([parametrization], original)
     setattr(type(module), tensor_name,
-            property(lambda self, name=tensor_name: self.parametrizations[name]()))
+            property(lambda self, name=tensor_name: self.parametrizations[name](),
+                     lambda self, value, name=tensor_name:
+                     self.parametrizations[name].right_inverse(value)))
     return module
 
 

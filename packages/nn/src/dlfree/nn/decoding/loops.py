@@ -1,5 +1,10 @@
 """The decoding loops: greedy and sampled decoding, and beam search (transformers' vectorised
-beam search, step for step), over a model fed through a KV cache.
+beam search, step for step), over any model through a *feed*: an object with
+`next_logits(tokens, length)` (float32 logits (rows, vocab) of the token after
+`tokens[:, :length]`, feeding the model only what its cache has not seen), `repeat(times)`
+(each row becomes `times` consecutive rows, one per beam) and `reorder(rows)` (row i
+continues from row `rows[i]`). `sampler.ModelFeed` is the feed of a model that takes
+`model(ids, cache=cache)`; dlfree-hf has its own for HF models' keyword arguments.
 
 Token bookkeeping runs on the backend arrays of the model's device, in buffers sized for the
 longest output, so no step concatenates.
@@ -9,55 +14,14 @@ from __future__ import annotations
 
 import dlfree as dl
 
-from .cache import KVCache
-from .logits import LogitsProcessorList
+from .processors import LogitsProcessorList
 
-__all__ = ["ModelFeed", "decode", "beam_search"]
+__all__ = ["decode", "beam_search", "draw"]
 
 _NEG = -1.0e9  # transformers' score for "not a candidate" in beam search
 
 
-class ModelFeed:
-    """Runs a causal LM while decoding: the prompt first, then only each step's new token,
-    attending over the KV cache (or, with `use_cache=False`, the whole sequence again).
-
-    `mask` and `positions` are (rows, max_length) arrays covering the prompt and every
-    token still to come (None when there is no padding)."""
-
-    def __init__(self, model, mask, positions, use_cache: bool, capacity: int, device):
-        self.model, self.mask, self.positions, self.xp = model, mask, positions, device.xp
-        self.cache = KVCache(reserve=capacity) if use_cache else None
-        self.fed = 0
-
-    def next_logits(self, tokens, length: int):
-        """float32 logits (rows, vocab) of the token after `tokens[:, :length]`."""
-        start = self.fed if self.cache is not None else 0
-        out = self.model(
-            dl.as_tensor(tokens[:, start:length]),
-            attention_mask=None if self.mask is None else dl.as_tensor(self.mask[:, :length]),
-            position_ids=None if self.positions is None
-            else dl.as_tensor(self.positions[:, start:length]),
-            past_key_values=self.cache, use_cache=self.cache is not None, logits_to_keep=1)
-        self.fed = length
-        logits = out.logits.array[:, -1]
-        return logits.astype("float32", copy=True)
-
-    def repeat(self, times: int) -> None:
-        """Each row becomes `times` consecutive rows (one per beam)."""
-        if self.mask is not None:
-            self.mask = self.xp.repeat(self.mask, times, axis=0)
-            self.positions = self.xp.repeat(self.positions, times, axis=0)
-        if self.cache is not None:
-            self.cache.repeat_interleave(times)
-
-    def reorder(self, rows) -> None:
-        """Row i continues from row `rows[i]` (beams within one prompt share mask and
-        positions, so only the cache moves)."""
-        if self.cache is not None:
-            self.cache.reorder(rows)
-
-
-def _draw(scores, generator, xp, device):
+def draw(scores, generator, xp, device):
     """One token per row, sampled from softmax(scores) by inverting its cumulative sum with
     a uniform number from `generator`."""
     probs = xp.exp(scores - scores.max(axis=-1, keepdims=True))
@@ -70,7 +34,7 @@ def _draw(scores, generator, xp, device):
     return xp.minimum(chosen, scores.shape[-1] - 1)
 
 
-def decode(feed: ModelFeed, tokens, length: int, max_length: int,
+def decode(feed, tokens, length: int, max_length: int,
            processors: LogitsProcessorList, do_sample: bool, generator, eos, pad,
            streamer, device) -> int:
     """Greedy (argmax) or sampled decoding into `tokens` (rows, max_length), whose first
@@ -81,7 +45,7 @@ def decode(feed: ModelFeed, tokens, length: int, max_length: int,
     unfinished = xp.ones(tokens.shape[0], dtype=bool)
     while True:
         scores = processors.process(tokens[:, :length], feed.next_logits(tokens, length), xp)
-        chosen = _draw(scores, generator, xp, device) if do_sample else scores.argmax(axis=-1)
+        chosen = draw(scores, generator, xp, device) if do_sample else scores.argmax(axis=-1)
         if eos is not None:
             chosen = xp.where(unfinished, chosen, pad)
         tokens[:, length] = chosen
@@ -106,7 +70,7 @@ def _take(array, index, xp):
     return xp.take_along_axis(array, index, axis=1)
 
 
-def beam_search(feed: ModelFeed, prompt, max_length: int, processors: LogitsProcessorList,
+def beam_search(feed, prompt, max_length: int, processors: LogitsProcessorList,
                 num_beams: int, length_penalty: float, early_stopping, eos, fill: int,
                 num_return_sequences: int, do_sample: bool, generator, device):
     """Beam search as transformers runs it (its `_beam_search`): at each step the best
