@@ -13,7 +13,7 @@ def _pair(x):
 
 
 @pytest.mark.parametrize("qrange", [(-128, 127), (0, 255), (-64, 63)])
-@pytest.mark.parametrize("scale,zero_point", [(0.05, 0), (0.013, 7), (0.2, -3)])
+@pytest.mark.parametrize("scale,zero_point", [(0.05, 0), (0.013, 7), (0.2, 30)])
 def test_per_tensor_matches_torch(qrange, scale, zero_point):
     x = (np.random.default_rng(0).standard_normal((6, 5, 4)) * 12).astype(np.float32)
     ours, ref = _pair(x)
@@ -52,5 +52,7 @@ def test_fake_quantize_rejects_bad_arguments():
         fake_quantize_per_tensor_affine(x, 0.0, 0, -128, 127)
     with pytest.raises(ValueError, match="quant_min must be below quant_max"):
         fake_quantize_per_tensor_affine(x, 0.1, 0, 127, -128)
+    with pytest.raises(ValueError, match="zero_point must lie in"):
+        fake_quantize_per_tensor_affine(x, 0.1, -1, 0, 255)
     with pytest.raises(dl.errors.ShapeError, match="need 3 values"):
         fake_quantize_per_channel_affine(x, [0.1, 0.1], [0, 0], 1, -128, 127)

@@ -10,9 +10,14 @@ from ..errors import ShapeError
 from ..tensor import Tensor
 
 
-def _check_range(name, quant_min, quant_max):
+def _check_range(name, quant_min, quant_max, zero_point):
     if not quant_min < quant_max:
         raise ValueError(f"{name}: quant_min must be below quant_max, got {quant_min}, {quant_max}")
+    zp = np.asarray(zero_point)
+    if ((zp < quant_min) | (zp > quant_max)).any():
+        raise ValueError(
+            f"{name}: zero_point must lie in [quant_min, quant_max] = [{quant_min}, {quant_max}]"
+        )
 
 
 class FakeQuantize(Function):
@@ -39,7 +44,7 @@ def _param(x, value, dtype):
 
 def fake_quantize_per_tensor_affine(input, scale, zero_point, quant_min, quant_max):
     """torch.fake_quantize_per_tensor_affine: one float `scale` and integer `zero_point`."""
-    _check_range("fake_quantize_per_tensor_affine", quant_min, quant_max)
+    _check_range("fake_quantize_per_tensor_affine", quant_min, quant_max, int(zero_point))
     if float(scale) <= 0:
         raise ValueError(f"fake_quantize_per_tensor_affine: scale must be positive, got {scale}")
     s = _param(input, float(scale), np.float32)
@@ -52,10 +57,10 @@ def fake_quantize_per_channel_affine(input, scale, zero_point, axis, quant_min, 
     """torch.fake_quantize_per_channel_affine: `scale`/`zero_point` hold one value per slice of
     `input` along `axis` (arrays or Tensors)."""
     name = "fake_quantize_per_channel_affine"
-    _check_range(name, quant_min, quant_max)
     s = np.asarray(scale.numpy() if hasattr(scale, "numpy") else scale, np.float32).ravel()
     z = np.asarray(zero_point.numpy() if hasattr(zero_point, "numpy") else zero_point)
     z = z.astype(np.int64).ravel()
+    _check_range(name, quant_min, quant_max, z)
     if not -input.ndim <= axis < input.ndim:
         raise ShapeError(f"{name}: axis {axis} is out of range for {input.ndim} dimensions")
     n = input.shape[axis]
