@@ -112,13 +112,16 @@ class _Conv(_ConvNd):
                          groups, bias, padding_mode, device, dtype)
 
     def forward(self, input):
+        return self._conv_forward(input, self.weight, self.bias)
+
+    def _conv_forward(self, input, weight, bias):
+        """The convolution with this layer's settings and the given weight and bias (a
+        quantization-aware layer passes its fake-quantized weight)."""
         conv = _CONV[self.dims]
         if self.padding_mode != "zeros":
             padded = F.pad(input, self._reversed_padding_repeated_twice, mode=self.padding_mode)
-            return conv(padded, self.weight, self.bias, self.stride, 0, self.dilation,
-                        self.groups)
-        return conv(input, self.weight, self.bias, self.stride, self.padding, self.dilation,
-                    self.groups)
+            return conv(padded, weight, bias, self.stride, 0, self.dilation, self.groups)
+        return conv(input, weight, bias, self.stride, self.padding, self.dilation, self.groups)
 
 
 class Conv1d(_Conv):

@@ -1,0 +1,120 @@
+"""Quantized stand-ins for float layers: quantization-aware Linear/Conv (fake-quantized weight
+and output, an optional fused ReLU), the fused float pair `FusedReLU`, `QuantStub` for a
+model's input, and `DynamicQuantizedLinear` (int8 weight, input quantized per call)."""
+
+from __future__ import annotations
+
+import dlfree as dl
+from dlfree import functional as F
+from dlfree.quantization import MinMaxObserver
+from dlfree.quantization.observers import qparams
+
+import numpy as np
+
+from ..containers import Sequential
+from ..layers.conv import Conv1d, Conv2d, Conv3d
+from ..layers.linear import Linear
+from ..module import Module
+
+
+class FusedReLU(Sequential):
+    """A Linear or Conv followed by its ReLU (and any batch norm already folded in), made by
+    `fuse_modules`: one unit, so that only the ReLU's output is quantized."""
+
+
+class QuantStub(Module):
+    """Marks where a model's float input becomes quantized: the identity until `prepare` or
+    `prepare_qat` gives it an activation fake-quantizer."""
+
+    def __init__(self):
+        super().__init__()
+        self.activation_post_process = None
+
+    def forward(self, x):
+        return x if self.activation_post_process is None else self.activation_post_process(x)
+
+
+class _QAT:
+    """What the quantization-aware layers share: built from a float layer (sharing its
+    parameters), fake-quantize the weight, apply the fused ReLU, fake-quantize the output."""
+
+    float_types: tuple = ()
+
+    @classmethod
+    def from_float(cls, mod, qconfig, relu=False):
+        qat = cls.__new__(cls)
+        Module.__init__(qat)
+        for key, value in vars(mod).items():
+            if not key.startswith("_"):
+                object.__setattr__(qat, key, value)
+        qat.weight = mod.weight
+        qat.bias = mod.bias
+        qat.training = mod.training
+        qat.relu = relu
+        qat.weight_fake_quant = qconfig.weight()
+        qat.activation_post_process = qconfig.activation()
+        return qat
+
+    def _output(self, y):
+        return self.activation_post_process(F.relu(y) if self.relu else y)
+
+
+class QATLinear(_QAT, Linear):
+    """Linear with a fake-quantized weight and output (torch's nn.qat.Linear, with the
+    output's observer inside)."""
+
+    def forward(self, input):
+        return self._output(F.linear(input, self.weight_fake_quant(self.weight), self.bias))
+
+
+class _QATConv(_QAT):
+    def forward(self, input):
+        return self._output(self._conv_forward(input, self.weight_fake_quant(self.weight),
+                                               self.bias))
+
+
+class QATConv1d(_QATConv, Conv1d):
+    """Conv1d with a fake-quantized weight and output."""
+
+
+class QATConv2d(_QATConv, Conv2d):
+    """Conv2d with a fake-quantized weight and output."""
+
+
+class QATConv3d(_QATConv, Conv3d):
+    """Conv3d with a fake-quantized weight and output."""
+
+
+QAT_MODULES = {Linear: QATLinear, Conv1d: QATConv1d, Conv2d: QATConv2d, Conv3d: QATConv3d}
+
+
+class DynamicQuantizedLinear(Module):
+    """Linear with an int8 weight (per-tensor symmetric) whose input is quantized to quint8
+    at each call from that input's own range (reduce_range, as torch's fbgemm kernels): the
+    product is computed on the integers and rescaled to float, as torch's dynamic Linear."""
+
+    def __init__(self, mod: Linear):
+        super().__init__()
+        self.in_features, self.out_features = mod.in_features, mod.out_features
+        w = mod.weight.detach().numpy()
+        obs = MinMaxObserver(dtype="qint8", qscheme="per_tensor_symmetric")
+        obs(w)
+        scale, _ = obs.calculate_qparams()
+        self.weight_scale = scale
+        self.weight_int8 = np.clip(np.rint(w * (np.float32(1) / scale)), -128, 127).astype(np.int8)
+        self.bias = None if mod.bias is None else mod.bias.detach().numpy().copy()
+
+    def forward(self, input):
+        x = input.detach().numpy()
+        lo, hi = (x.min(), x.max()) if x.size else (0.0, 0.0)
+        sx, zx = qparams(lo, hi, 0, 127, False, "quint8")
+        q = np.clip(np.rint(x * (np.float32(1) / sx)) + zx, 0, 127).astype(np.int64)
+        acc = (q - zx) @ self.weight_int8.astype(np.int64).T
+        y = (acc * (np.float64(sx) * np.float64(self.weight_scale))).astype(np.float32)
+        if self.bias is not None:
+            y = y + self.bias
+        return dl.tensor(y)
+
+    def extra_repr(self) -> str:
+        return (f"in_features={self.in_features}, out_features={self.out_features}, "
+                f"weight_scale={float(self.weight_scale):.6g}, dtype=qint8")
