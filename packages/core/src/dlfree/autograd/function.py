@@ -8,6 +8,7 @@ import traceback
 from ..dtypes import BFLOAT16, bfloat16_dtype, float32
 from ..errors import AutogradError, DeviceError, DTypeError, ShapeError
 from ..tensor import Tensor
+from ..tracing_state import TRACING
 from .anomaly import CHECK_FORWARD, check_forward
 from .autocast_state import AUTOCAST
 from .grad_mode import STATE
@@ -132,6 +133,9 @@ class Function:
             result.grad_fn = fn
         if profiler is not None:
             profiler.end_op(event, out)
+        tracer = TRACING.hook
+        if tracer is not None:
+            tracer.record(cls, inputs, params, result)
         return result
 
     def forward(self, *arrays, **params):
