@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import dlfree
 import dlfree.nn as nn
-from dlfree.export import TracerWarning, eliminate_dead_code, fold_constants, trace
+from dlfree.export import TracerWarning, eliminate_dead_code, fold_batch_norm, fold_constants, trace
 
 import numpy as np
 import pytest
@@ -109,3 +109,42 @@ def test_python_value_during_tracing_warns_with_the_users_line():
         trace(fn, dlfree.ones(3))
     assert record[0].filename == __file__
     assert record[0].lineno == fn.__code__.co_firstlineno + 1
+
+
+def _trained_stats(model, x):
+    """Run `model` in training mode once, so its batch norms hold nontrivial running
+    statistics, then switch it to eval mode."""
+    model.train()
+    with dlfree.no_grad():
+        model(x * 3.0 + 1.0)
+    return model.eval()
+
+
+@pytest.mark.parametrize("make, shape", [
+    (lambda: nn.Sequential(nn.Conv2d(2, 4, 3), nn.BatchNorm2d(4), nn.ReLU()), (3, 2, 6, 6)),
+    (lambda: nn.Sequential(nn.Conv2d(2, 4, 3, bias=False), nn.BatchNorm2d(4)), (3, 2, 6, 6)),
+    (lambda: nn.Sequential(nn.Linear(5, 6), nn.BatchNorm1d(6), nn.Tanh()), (4, 5)),
+])
+def test_batch_norm_folds_into_the_preceding_layer(make, shape):
+    dlfree.manual_seed(0)
+    x = dlfree.randn(*shape)
+    model = _trained_stats(make(), x)
+    graph = trace(model, x)
+    folded = fold_batch_norm(graph)
+    assert len(folded.nodes) == len(graph.nodes) - 1
+    assert "normalize" not in {n.op for n in folded.nodes}
+    y = dlfree.randn(*shape)
+    with dlfree.no_grad():
+        expected = np.asarray(model(y))
+    np.testing.assert_allclose(np.asarray(folded(y)), expected, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(np.asarray(graph(y)), expected, rtol=1e-5, atol=1e-6)
+
+
+def test_batch_norm_in_training_mode_is_not_folded():
+    dlfree.manual_seed(0)
+    model = nn.Sequential(nn.Linear(5, 6), nn.BatchNorm1d(6)).train()
+    with pytest.warns(TracerWarning, match="normalize"):
+        graph = trace(model, dlfree.randn(4, 5))
+    live = eliminate_dead_code(graph)  # drops the running-statistics updates
+    assert [n.op for n in fold_batch_norm(graph).nodes] == [n.op for n in live.nodes]
+    assert "normalize" in {n.op for n in live.nodes}

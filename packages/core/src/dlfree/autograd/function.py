@@ -138,6 +138,13 @@ class Function:
             tracer.record(cls, inputs, params, result)
         return result
 
+    @classmethod
+    def data_attributes(cls, params: dict) -> list:
+        """The names of this call's keyword arguments that hold arrays computed from the
+        inputs before the op ran: a traced graph freezes them (`dlfree.export.trace` warns).
+        By default every array argument; an op whose arrays are constants says so."""
+        return [k for k, v in params.items() if hasattr(v, "shape") and hasattr(v, "dtype")]
+
     def forward(self, *arrays, **params):
         raise NotImplementedError
 

@@ -40,7 +40,7 @@ class _Tracer:
         self.names[id(result)] = out
         self.keep.append(result)
         self.nodes.append(Node(cls.__name__.lower(), cls, dict(params), ins, out))
-        baked = [k for k, v in params.items() if hasattr(v, "shape") and hasattr(v, "dtype")]
+        baked = cls.data_attributes(params)
         if baked:
             filename, lineno = _user_frame()
             warnings.warn_explicit(
