@@ -14,6 +14,7 @@ import numpy as np
 from . import dtypes
 from .device import CPU, Device
 from .errors import AutogradError, DTypeError
+from .tracing_state import TRACING
 
 if TYPE_CHECKING:
     from .autograd.function import Function
@@ -162,6 +163,8 @@ class Tensor:
         return array if dtype is None else array.astype(dtype, copy=False)
 
     def item(self) -> Any:
+        if TRACING.hook is not None:
+            TRACING.hook.python_value(self)
         if self._data.size != 1:
             raise ValueError(
                 f"item(): a tensor with {self._data.size} elements cannot be converted to a "

@@ -8,6 +8,7 @@ import traceback
 from ..dtypes import BFLOAT16, bfloat16_dtype, float32
 from ..errors import AutogradError, DeviceError, DTypeError, ShapeError
 from ..tensor import Tensor
+from ..tracing_state import TRACING
 from .anomaly import CHECK_FORWARD, check_forward
 from .autocast_state import AUTOCAST
 from .grad_mode import STATE
@@ -132,7 +133,17 @@ class Function:
             result.grad_fn = fn
         if profiler is not None:
             profiler.end_op(event, out)
+        tracer = TRACING.hook
+        if tracer is not None:
+            tracer.record(cls, inputs, params, result)
         return result
+
+    @classmethod
+    def data_attributes(cls, params: dict) -> list:
+        """The names of this call's keyword arguments that hold arrays computed from the
+        inputs before the op ran: a traced graph freezes them (`dlfree.export.trace` warns).
+        By default every array argument; an op whose arrays are constants says so."""
+        return [k for k, v in params.items() if hasattr(v, "shape") and hasattr(v, "dtype")]
 
     def forward(self, *arrays, **params):
         raise NotImplementedError

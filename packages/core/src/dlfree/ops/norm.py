@@ -37,6 +37,11 @@ class Normalize(Function):
     computing the statistics on the way.
     """
 
+    @classmethod
+    def data_attributes(cls, params: dict) -> list:
+        """Running statistics (not `from_batch`) are constants of the model."""
+        return super().data_attributes(params) if params["from_batch"] else []
+
     def forward(self, x, *params, mean, invstd, centered, stat_dims, affine, affine_shape,
                 from_batch, eps):
         self.mean, self.invstd, self.stat_dims, self.eps = mean, invstd, stat_dims, eps

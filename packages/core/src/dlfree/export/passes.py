@@ -1,0 +1,84 @@
+"""Graph passes: dead-code removal, constant folding and batch-norm folding, each returning
+a new `Graph`."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from .graph import Graph, run_node
+
+
+def eliminate_dead_code(graph: Graph) -> Graph:
+    """Drop the nodes whose outputs no graph output depends on, and unread constants."""
+    needed = set(graph.outputs)
+    kept = []
+    for node in reversed(graph.nodes):
+        if node.output in needed:
+            kept.append(node)
+            needed.update(node.inputs)
+    return replace(graph, nodes=kept[::-1],
+                   parameters={k: v for k, v in graph.parameters.items() if k in needed},
+                   constants={k: v for k, v in graph.constants.items() if k in needed})
+
+
+def fold_constants(graph: Graph) -> Graph:
+    """Evaluate the nodes whose inputs are all constants, turning their outputs into
+    constants; then drop what no longer is read."""
+    constants = dict(graph.constants)
+    nodes = []
+    for node in graph.nodes:
+        if node.inputs and all(i in constants for i in node.inputs):
+            constants[node.output] = run_node(node, [constants[i] for i in node.inputs],
+                                              graph.device)
+        else:
+            nodes.append(node)
+    return eliminate_dead_code(replace(graph, nodes=nodes, constants=constants))
+
+
+def fold_batch_norm(graph: Graph) -> Graph:
+    """Fold each eval-mode batch norm (a `normalize` node with running statistics over
+    channel dim 1) into the convolution or linear node before it, when that node's output
+    is read by the norm alone: the weight is scaled per output channel and the bias shifted,
+    so the graph loses one node per fold and computes the same function."""
+    values = {**graph.parameters, **graph.constants}
+    readers = graph.consumers()
+    producer = {node.output: node for node in graph.nodes}
+    params = dict(graph.parameters)
+    dropped = set()
+    renamed: dict = {}
+    new_inputs: dict = {}
+    for norm in graph.nodes:
+        prev = producer.get(norm.inputs[0])
+        a = norm.attributes
+        if (norm.op != "normalize" or a.get("from_batch") is not False or a["mean"] is None
+                or prev is None or prev.op not in ("conv", "linear")
+                or readers.get(prev.output) != 1 or prev.output in graph.outputs
+                or any(i not in values for i in prev.inputs[1:] + norm.inputs[1:])
+                or 1 in a["stat_dims"] or a["centered"] is not None
+                or (prev.op == "linear" and len(a["affine_shape"]) != 2)):
+            continue
+        w = values[prev.inputs[1]]
+        channels = w.shape[0]
+        scale = a["invstd"].reshape(-1)
+        if scale.shape[0] != channels:
+            continue
+        affine = iter(norm.inputs[1:])
+        if a["affine"][0]:
+            scale = scale * values[next(affine)].reshape(-1)
+        shift = values[next(affine)].reshape(-1) if a["affine"][1] else 0
+        bias = values[prev.inputs[2]] if len(prev.inputs) > 2 else 0
+        base = prev.inputs[1]
+        w_name, b_name = f"{base}.bn_folded", f"{base}.bn_folded_bias"
+        params[w_name] = (w * scale.reshape((channels,) + (1,) * (w.ndim - 1))).astype(w.dtype)
+        params[b_name] = ((bias - a["mean"].reshape(-1)) * scale + shift).astype(w.dtype)
+        new_inputs[prev.output] = [prev.inputs[0], w_name, b_name]
+        dropped.add(norm.output)
+        renamed[norm.output] = prev.output
+    nodes = []
+    for node in graph.nodes:
+        if node.output in dropped:
+            continue
+        inputs = new_inputs.get(node.output, node.inputs)
+        nodes.append(replace(node, inputs=[renamed.get(i, i) for i in inputs]))
+    outputs = [renamed.get(o, o) for o in graph.outputs]
+    return eliminate_dead_code(replace(graph, nodes=nodes, outputs=outputs, parameters=params))
