@@ -77,4 +77,7 @@ def test_killed_three_times_resumes_bit_identical(tmp_path, reference):
 @pytest.mark.slow
 def test_killed_at_twelve_random_instants_resumes_bit_identical(tmp_path, reference):
     done = _kill_and_resume(tmp_path, reference, kills=12, seed=2)
-    assert len(done) >= 10, done
+    # The run may end before the twelfth kill: how far a "time" kill lets it get depends on
+    # the machine's speed (a quiet CI machine finished after 8). Every mode is what is
+    # guaranteed; each kill that came was resumed bit-identically above.
+    assert {d.split(":")[0] for d in done} == set(MODES), done
