@@ -50,6 +50,12 @@ def _number(value, name: str, low: float, low_open: bool, high: float = math.inf
     return float(value)
 
 
+def _integer(value, name: str, low: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < low:
+        raise ValueError(f"{name} must be an int >= {low}, got {value!r}")
+    return value
+
+
 def _min_tokens(value, name: str) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
         raise ValueError(f"{name}: min_tokens_to_keep must be an int >= 1, got {value!r}")
@@ -71,9 +77,8 @@ class TopKLogitsWarper(LogitsProcessor):
     `filter_value`."""
 
     def __init__(self, top_k: int, filter_value: float = -math.inf, min_tokens_to_keep: int = 1):
-        if isinstance(top_k, bool) or not isinstance(top_k, int) or top_k < 1:
-            raise ValueError(f"top_k must be an int >= 1, got {top_k!r}")
-        self.top_k = max(top_k, _min_tokens(min_tokens_to_keep, "TopKLogitsWarper"))
+        self.top_k = max(_integer(top_k, "top_k", 1),
+                         _min_tokens(min_tokens_to_keep, "TopKLogitsWarper"))
         self.filter_value = filter_value
 
     def process(self, input_ids, scores, xp):

@@ -11,8 +11,6 @@ not used for beam search, which then recomputes the sequence at each step.
 
 from __future__ import annotations
 
-import math
-
 import dlfree as dl
 from dlfree import ShapeError, Tensor
 
@@ -23,6 +21,8 @@ from .processors import (
     TemperatureLogitsWarper,
     TopKLogitsWarper,
     TopPLogitsWarper,
+    _integer,
+    _number,
 )
 
 __all__ = ["Sampler", "BeamSearch", "ModelFeed"]
@@ -73,12 +73,6 @@ def _prompt(ids, op: str):
     return ids.array
 
 
-def _count(value, name: str, low: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < low:
-        raise ValueError(f"{name} must be an int >= {low}, got {value!r}")
-    return value
-
-
 def _tokens(values, name: str):
     """Stop tokens as a tuple of ints (None: none)."""
     if values is None:
@@ -108,11 +102,7 @@ class Sampler:
     def __init__(self, temperature: float = 1.0, top_k: int | None = None,
                  top_p: float | None = None, repetition_penalty: float = 1.0,
                  generator: dl.Generator | None = None):
-        if isinstance(temperature, bool) or not isinstance(temperature, int | float) or \
-                math.isnan(temperature) or temperature < 0:
-            raise ValueError(f"temperature must be a number >= 0 (0: the most likely token), "
-                             f"got {temperature!r}")
-        self.greedy = temperature == 0
+        self.greedy = _number(temperature, "temperature", 0.0, low_open=False) == 0
         self.temperature, self.top_k, self.top_p = temperature, top_k, top_p
         self.generator = generator
         self.processors = LogitsProcessorList()
@@ -147,7 +137,7 @@ class Sampler:
         padded with `pad_token` (the first stop token by default) while the others go on;
         decoding ends when every row is finished."""
         prompt = _prompt(ids, "Sampler.generate")
-        _count(max_new_tokens, "max_new_tokens", 1)
+        _integer(max_new_tokens, "max_new_tokens", 1)
         stop = _tokens(stop_tokens, "stop_tokens")
         pad = pad_token if pad_token is not None else (stop[0] if stop else 0)
         xp = ids.device.xp
@@ -170,9 +160,9 @@ class BeamSearch:
     def __init__(self, num_beams: int, length_penalty: float = 1.0, early_stopping=False,
                  stop_tokens=None, max_new_tokens: int = 20, num_return_sequences: int = 1,
                  pad_token: int | None = None):
-        self.num_beams = _count(num_beams, "num_beams", 1)
-        self.max_new_tokens = _count(max_new_tokens, "max_new_tokens", 1)
-        self.num_return_sequences = _count(num_return_sequences, "num_return_sequences", 1)
+        self.num_beams = _integer(num_beams, "num_beams", 1)
+        self.max_new_tokens = _integer(max_new_tokens, "max_new_tokens", 1)
+        self.num_return_sequences = _integer(num_return_sequences, "num_return_sequences", 1)
         if num_return_sequences > num_beams:
             raise ValueError(f"num_return_sequences ({num_return_sequences}) must be at most "
                              f"num_beams ({num_beams})")
