@@ -120,12 +120,12 @@ def _recording(calls: set, key: str, fn, depth: list):
     return call
 
 
-def _exercised(monkeypatch) -> tuple[set, dict]:
+def _exercised(monkeypatch, implemented: dict) -> tuple[set, dict]:
     """The names the rows call, and for each name the names bound to the same function."""
     calls: set = set()
     depth = [0]
     same: dict = {}
-    for key, (ours, name) in _implemented().items():
+    for key, (ours, name) in implemented.items():
         raw = inspect.getattr_static(ours, name) if isinstance(ours, type) else \
             getattr(ours, name)
         if isinstance(raw, property):  # an attribute such as Tensor.mT: record its getter
@@ -145,9 +145,10 @@ def _exercised(monkeypatch) -> tuple[set, dict]:
 
 @pytest.fixture(scope="module")
 def uncovered():
+    implemented = _implemented()
     with pytest.MonkeyPatch.context() as monkeypatch:
-        calls, aliases = _exercised(monkeypatch)
-    return sorted(key for key in _implemented()
+        calls, aliases = _exercised(monkeypatch, implemented)
+    return sorted(key for key in implemented
                   if not any(k in calls for k in aliases.get(key, [key])))
 
 
