@@ -52,31 +52,41 @@ def accuracy(model, loader) -> float:
     return correct / total
 
 
-def main(argv=None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def mlp() -> nn.Module:
+    """784 -> 256 -> 128 -> 10, ReLU between."""
+    return nn.Sequential(nn.Flatten(), nn.Linear(784, 256), nn.ReLU(), nn.Linear(256, 128),
+                         nn.ReLU(), nn.Linear(128, 10))
+
+
+def train(program: str, description: str, build, argv, *, epochs: int, batch_size: int,
+          lr: float) -> None:
+    """The command line of `program`, then the model `build()` makes trained with Adam on
+    the files in the folder it names, printing the loss and the test accuracy each epoch
+    (mnist_cnn.py trains its network through this too)."""
+    parser = argparse.ArgumentParser(description=description)
     parser.add_argument("folder", nargs="?", help="the folder holding the MNIST IDX files")
-    parser.add_argument("--epochs", type=int, default=3, help="passes over the data (default 3)")
+    parser.add_argument("--epochs", type=int, default=epochs,
+                        help=f"passes over the data (default {epochs})")
     parser.add_argument("--limit", type=int, default=None,
                         help="use only the first N training and test images")
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args(argv)
     if args.folder is None:
-        print(how_to_get_the_files("mnist_mlp.py"))
+        print(how_to_get_the_files(program))
         return
     try:
-        train, test = tensors(args.folder, True, args.limit), tensors(args.folder, False,
-                                                                      args.limit)
+        train_set = tensors(args.folder, True, args.limit)
+        test_set = tensors(args.folder, False, args.limit)
     except FileNotFoundError as e:
-        sys.exit(f"{e}\n\n{how_to_get_the_files('mnist_mlp.py')}")
+        sys.exit(f"{e}\n\n{how_to_get_the_files(program)}")
 
     dl.manual_seed(args.seed)
-    loader = DataLoader(train, batch_size=128, shuffle=True,
+    loader = DataLoader(train_set, batch_size=batch_size, shuffle=True,
                         generator=dl.Generator().manual_seed(args.seed))
-    test_loader = DataLoader(test, batch_size=1000)
-    model = nn.Sequential(nn.Flatten(), nn.Linear(784, 256), nn.ReLU(), nn.Linear(256, 128),
-                          nn.ReLU(), nn.Linear(128, 10))
-    opt = optim.Adam(model.parameters(), lr=1e-3)
-    print(f"{len(train)} training images, {len(test)} test images")
+    test_loader = DataLoader(test_set, batch_size=1000)
+    model = build()
+    opt = optim.Adam(model.parameters(), lr=lr)
+    print(f"{len(train_set)} training images, {len(test_set)} test images")
     for epoch in range(1, args.epochs + 1):
         total = 0.0
         for x, y in loader:
@@ -85,8 +95,13 @@ def main(argv=None) -> None:
             loss.backward()
             opt.step()
             total += loss.item() * len(y)
-        print(f"epoch {epoch}  loss {total / len(train):.4f}  "
+        print(f"epoch {epoch}  loss {total / len(train_set):.4f}  "
               f"test accuracy {accuracy(model, test_loader):.2%}")
+
+
+def main(argv=None) -> None:
+    train("mnist_mlp.py", __doc__.splitlines()[0], mlp, argv, epochs=3, batch_size=128,
+          lr=1e-3)
 
 
 if __name__ == "__main__":
