@@ -11,6 +11,7 @@ import numbers
 from ..autograd.function import broadcast_error
 from ..errors import DTypeError
 from ..tensor import Tensor
+from ..tracing_state import recorded
 from ._util import check_broadcast, check_kind, promote, tensor_method
 
 __all__ = ["eq", "ne", "lt", "le", "gt", "ge", "greater", "less", "greater_equal",
@@ -37,7 +38,7 @@ def _binary(name, kernel_name, doc, bitwise=False):
 
     op.__name__ = op.__qualname__ = name
     op.__doc__ = doc
-    return tensor_method(name)(op)
+    return tensor_method(name)(recorded(op))
 
 
 def _operator(op, swap=False):
@@ -91,7 +92,7 @@ def _unary(name, kernel, doc, bitwise=False):
 
     op.__name__ = op.__qualname__ = name
     op.__doc__ = doc
-    return tensor_method(name)(op)
+    return tensor_method(name)(recorded(op))
 
 
 logical_not = _unary("logical_not", lambda xp, x: xp.logical_not(x),

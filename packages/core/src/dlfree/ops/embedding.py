@@ -5,6 +5,7 @@ from __future__ import annotations
 from ..autograd.function import Function
 from ..errors import DTypeError, ShapeError
 from ..tensor import Tensor
+from ..tracing_state import recorded
 
 __all__ = ["embedding", "one_hot"]
 
@@ -44,6 +45,7 @@ class EmbeddingBackward(Function):
         return (rows * Tensor._make(scale, self.device),)
 
 
+@recorded
 def embedding(input: Tensor, weight: Tensor, padding_idx: int | None = None,
               max_norm: float | None = None, norm_type: float = 2.0,
               scale_grad_by_freq: bool = False, sparse: bool = False) -> Tensor:

@@ -16,6 +16,7 @@ from ..autograd.function import Function
 from ..autograd.grad_mode import STATE, no_grad
 from ..errors import ShapeError
 from ..tensor import Tensor
+from ..tracing_state import recorded
 from .reduction import vector_norm
 
 __all__ = ["batch_norm", "layer_norm", "group_norm", "instance_norm", "rms_norm",
@@ -367,6 +368,7 @@ def rms_norm(input: Tensor, normalized_shape, weight: Tensor | None = None,
 
 
 # ------------------------------------------------------------ group and instance
+@recorded
 @autocast_policy("float32")
 def group_norm(input: Tensor, num_groups: int, weight: Tensor | None = None,
                bias: Tensor | None = None, eps: float = 1e-5) -> Tensor:
@@ -387,6 +389,7 @@ def group_norm(input: Tensor, num_groups: int, weight: Tensor | None = None,
     return out.reshape((n, c) + spatial)
 
 
+@recorded
 def instance_norm(input: Tensor, running_mean: Tensor | None = None,
                   running_var: Tensor | None = None, weight: Tensor | None = None,
                   bias: Tensor | None = None, use_input_stats: bool = True,

@@ -19,6 +19,7 @@ from .. import dtypes
 from ..autograd.function import Function
 from ..errors import ShapeError
 from ..tensor import Tensor
+from ..tracing_state import recorded
 from ._util import check_float
 from .elementwise import relu
 from .indexing import gather
@@ -272,6 +273,7 @@ def _max_pool(op, d, input, kernel_size, stride, padding, dilation, ceil_mode,
     return (values, indices) if return_indices else values
 
 
+@recorded
 def max_pool1d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
                return_indices=False):
     """Max over sliding windows of (N, C, L) or (C, L) input; padding counts as -inf.
@@ -282,6 +284,7 @@ def max_pool1d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode
                      ceil_mode, return_indices)
 
 
+@recorded
 def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
                return_indices=False):
     """Max over sliding windows of (N, C, H, W) or (C, H, W) input; padding counts as -inf.
@@ -294,6 +297,7 @@ def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode
                      ceil_mode, return_indices)
 
 
+@recorded
 def max_pool3d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
                return_indices=False):
     """Max over sliding windows of (N, C, D, H, W) or (C, D, H, W) input; padding counts as
@@ -328,12 +332,14 @@ def _output_sizes(op, input: Tensor, d: int, output_size) -> tuple:
     return sizes
 
 
+@recorded
 def adaptive_max_pool1d(input, output_size, return_indices=False):
     """Max over `output_size` windows that tile (N, C, L) or (C, L) input, window i being
     [floor(i L / out), ceil((i + 1) L / out)); optionally with the indices of the maxima."""
     return _adaptive_max_pool("adaptive_max_pool1d", 1, input, output_size, return_indices)
 
 
+@recorded
 def adaptive_max_pool2d(input, output_size, return_indices=False):
     """Max over windows that tile (N, C, H, W) or (C, H, W) input to `output_size` (an int,
     a pair, None keeping a size); torch's window rule, overlapping where sizes do not divide.
@@ -341,6 +347,7 @@ def adaptive_max_pool2d(input, output_size, return_indices=False):
     return _adaptive_max_pool("adaptive_max_pool2d", 2, input, output_size, return_indices)
 
 
+@recorded
 def adaptive_max_pool3d(input, output_size, return_indices=False):
     """Max over windows that tile (N, C, D, H, W) or (C, D, H, W) input to `output_size`."""
     return _adaptive_max_pool("adaptive_max_pool3d", 3, input, output_size, return_indices)
@@ -459,6 +466,7 @@ def _avg_pool(op, d, input, kernel_size, stride, padding, ceil_mode, count_inclu
     return sums / divisor
 
 
+@recorded
 def avg_pool1d(input, kernel_size, stride=None, padding=0, ceil_mode=False,
                count_include_pad=True):
     """Mean over sliding windows of (N, C, L) or (C, L) input; zero padding counts in the
@@ -467,6 +475,7 @@ def avg_pool1d(input, kernel_size, stride=None, padding=0, ceil_mode=False,
                      count_include_pad)
 
 
+@recorded
 def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False,
                count_include_pad=True, divisor_override=None):
     """Mean over sliding windows of (N, C, H, W) or (C, H, W) input.
@@ -479,6 +488,7 @@ def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False,
                      count_include_pad, divisor_override)
 
 
+@recorded
 def avg_pool3d(input, kernel_size, stride=None, padding=0, ceil_mode=False,
                count_include_pad=True, divisor_override=None):
     """Mean over sliding windows of (N, C, D, H, W) or (C, D, H, W) input (as avg_pool2d)."""
@@ -500,18 +510,21 @@ def _adaptive_avg_pool(op, d, input, output_size):
                                                  input)
 
 
+@recorded
 def adaptive_avg_pool1d(input, output_size):
     """Mean over `output_size` windows that tile (N, C, L) or (C, L) input, window i being
     [floor(i L / out), ceil((i + 1) L / out))."""
     return _adaptive_avg_pool("adaptive_avg_pool1d", 1, input, output_size)
 
 
+@recorded
 def adaptive_avg_pool2d(input, output_size):
     """Mean over windows that tile (N, C, H, W) or (C, H, W) input to `output_size` (an int,
     a pair, None keeping a size); torch's window rule, overlapping where sizes do not divide."""
     return _adaptive_avg_pool("adaptive_avg_pool2d", 2, input, output_size)
 
 
+@recorded
 def adaptive_avg_pool3d(input, output_size):
     """Mean over windows that tile (N, C, D, H, W) or (C, D, H, W) input to `output_size`."""
     return _adaptive_avg_pool("adaptive_avg_pool3d", 3, input, output_size)
@@ -531,18 +544,21 @@ def _lp_pool(d, input, norm_type, kernel_size, stride, ceil_mode):
     return (out.sign() * relu(out.abs()) * count) ** (1.0 / norm_type)
 
 
+@recorded
 def lp_pool1d(input, norm_type, kernel_size, stride=None, ceil_mode=False):
     """(sum over each window of x ** p) ** (1 / p) for (N, C, L) or (C, L) input; p = inf
     is max pooling of |x|."""
     return _lp_pool(1, input, norm_type, kernel_size, stride, ceil_mode)
 
 
+@recorded
 def lp_pool2d(input, norm_type, kernel_size, stride=None, ceil_mode=False):
     """(sum over each window of x ** p) ** (1 / p) for (N, C, H, W) or (C, H, W) input;
     p = inf is max pooling of |x|."""
     return _lp_pool(2, input, norm_type, kernel_size, stride, ceil_mode)
 
 
+@recorded
 def lp_pool3d(input, norm_type, kernel_size, stride=None, ceil_mode=False):
     """(sum over each window of x ** p) ** (1 / p) for (N, C, D, H, W) or (C, D, H, W)
     input; p = inf is max pooling of |x|."""

@@ -14,6 +14,7 @@ from ..autograd.function import Function
 from ..autograd.grad_mode import STATE
 from ..errors import DTypeError, ShapeError
 from ..tensor import Tensor
+from ..tracing_state import recorded
 from ._util import check_float, normalize_dim, normalize_dims, tensor_method
 from .elementwise import maximum, minimum, where
 
@@ -459,12 +460,14 @@ def _arg_extreme(input, dim, keepdim, op, find):
 
 
 @tensor_method()
+@recorded
 def argmax(input, dim=None, keepdim: bool = False) -> Tensor:
     """Index of the largest value along `dim` (of the flattened tensor when None)."""
     return _arg_extreme(input, dim, keepdim, "argmax", _argmax_kernel)
 
 
 @tensor_method()
+@recorded
 def argmin(input, dim=None, keepdim: bool = False) -> Tensor:
     """Index of the smallest value along `dim` (of the flattened tensor when None)."""
     return _arg_extreme(input, dim, keepdim, "argmin", _argmin_kernel)
