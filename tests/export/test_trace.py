@@ -49,12 +49,26 @@ def test_digits_cnn_graph_matches_eager_on_new_data():
                                    rtol=1e-5, atol=1e-6)
 
 
-def test_op_given_data_computed_outside_the_graph_warns():
-    # max pooling picks its window maxima before its Function runs: the traced graph holds
-    # those picks, so tracing says the graph fits the traced input only
+def test_max_pool_cnn_graph_matches_eager_on_new_data_without_warning(recwarn):
+    # max pooling is recorded as one call, so its window picks are recomputed for each input
     dlfree.manual_seed(0)
-    with pytest.warns(TracerWarning, match="_tilepick was given arrays"):
-        trace(_digits_cnn(nn.MaxPool2d), dlfree.randn(3, 1, 8, 8))
+    model = _digits_cnn(nn.MaxPool2d).eval()
+    graph = trace(model, dlfree.randn(3, 1, 8, 8))
+    assert not [w for w in recwarn if issubclass(w.category, TracerWarning)]
+    assert any(node.op == "max_pool2d" for node in graph.nodes)
+    x = dlfree.randn(3, 1, 8, 8)
+    with dlfree.no_grad():
+        np.testing.assert_allclose(np.asarray(graph(x)), np.asarray(model(x)),
+                                   rtol=1e-6, atol=1e-7)
+
+
+def test_op_given_data_computed_outside_the_graph_warns():
+    # training-mode dropout draws its mask before its Function runs: the traced graph holds
+    # that one mask, so tracing says the graph fits the traced call only
+    dlfree.manual_seed(0)
+    model = nn.Sequential(nn.Linear(4, 4), nn.Dropout(0.5)).train()
+    with pytest.warns(TracerWarning, match="dropout was given arrays"):
+        trace(model, dlfree.randn(3, 4))
 
 
 def test_transformer_encoder_layer_graph_matches_eager():
@@ -148,3 +162,80 @@ def test_batch_norm_in_training_mode_is_not_folded():
     live = eliminate_dead_code(graph)  # drops the running-statistics updates
     assert [n.op for n in fold_batch_norm(graph).nodes] == [n.op for n in live.nodes]
     assert "normalize" in {n.op for n in live.nodes}
+
+
+def test_graph_runs_at_other_sizes_of_its_dynamic_dims():
+    # the CNN flattens to (batch, 64): the reshape's size follows the batch as a SymInt
+    dlfree.manual_seed(0)
+    model = _digits_cnn(nn.MaxPool2d).eval()
+    graph = trace(model, dlfree.randn(3, 1, 8, 8), dynamic_dims={0: {0: "batch"}})
+    assert any(node.symbolic for node in graph.nodes)
+    assert graph.shapes[graph.outputs[0]][1] == 10
+    for batch in (1, 7):
+        x = dlfree.randn(batch, 1, 8, 8)
+        with dlfree.no_grad():
+            np.testing.assert_allclose(np.asarray(graph(x)), np.asarray(model(x)),
+                                       rtol=1e-5, atol=1e-6)
+
+
+def test_encoder_graph_follows_batch_and_sequence_with_a_padding_mask():
+    dlfree.manual_seed(0)
+    layer = nn.TransformerEncoderLayer(16, 2, dim_feedforward=32, batch_first=True).eval()
+
+    def fn(x, pad):
+        return layer(x, src_key_padding_mask=pad)
+
+    pad = dlfree.zeros(2, 5, dtype=dlfree.bool)
+    graph = trace(fn, dlfree.randn(2, 5, 16), pad,
+                  dynamic_dims={0: {0: "batch", 1: "seq"}, 1: {0: "batch", 1: "seq"}})
+    assert graph.input_shapes == [("batch", "seq", 16), ("batch", "seq")]
+    x = dlfree.randn(3, 7, 16)
+    mask = dlfree.tensor(np.arange(7)[None, :] >= np.array([[7], [4], [2]]))
+    with dlfree.no_grad():
+        np.testing.assert_allclose(np.asarray(graph(x, mask)), np.asarray(fn(x, mask)),
+                                   rtol=1e-4, atol=1e-5)
+    with pytest.raises(ValueError, match="dynamic dim batch has size 3"):
+        graph(x, mask[:2])
+
+
+class _Tagger(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.embed = nn.Embedding(10, 4)
+        self.head = nn.Linear(4, 3)
+
+    def forward(self, ids):
+        hidden = self.head(self.embed(ids))
+        return hidden, (hidden.softmax(-1), [hidden.argmax(-1)])
+
+
+def test_nested_outputs_are_flattened_and_nodes_name_their_layer():
+    dlfree.manual_seed(0)
+    model = _Tagger()
+    ids = dlfree.tensor([[1, 2, 3], [4, 5, 9]])
+    graph = trace(model, ids)
+    assert len(graph.outputs) == 3
+    layers = {node.op: node.layer for node in graph.nodes}
+    assert layers["embedding"] == "embed" and layers["linear"] == "head"
+    assert layers["argmax"] == ""
+    hidden, (probs, [best]) = model(ids)
+    for got, want in zip(graph(ids), (hidden, probs, best), strict=True):
+        np.testing.assert_allclose(np.asarray(got), np.asarray(want), rtol=1e-6)
+    other = dlfree.tensor([[0, 7, 8], [6, 6, 1]])
+    np.testing.assert_array_equal(np.asarray(graph(other)[2]), np.asarray(model(other)[1][1][0]))
+
+
+def test_a_made_tensor_that_follows_a_dynamic_dim_is_refused_by_name():
+    def fn(x):
+        return x + dlfree.ones(x.shape[0], 1)
+
+    with pytest.raises(ValueError, match="follows the dynamic dims"):
+        trace(fn, dlfree.randn(3, 2), dynamic_dims={0: {0: "batch"}})
+
+
+def test_a_size_that_is_not_affine_in_the_dynamic_dims_is_refused():
+    def fn(x):
+        return x.reshape(-1)[: x.shape[0] ** 2 % 5 + 1]
+
+    with pytest.raises(ValueError, match="dynamic dims"):
+        trace(fn, dlfree.randn(4, 4), dynamic_dims={0: {0: "n"}})

@@ -5,35 +5,50 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from ..autograd.grad_mode import no_grad
 from ..tensor import Tensor
+from ..tracing_state import TRACING
+from .symbolic import SymInt, concrete
 
 
 @dataclass
 class Node:
-    """One recorded op: `op` is its Function class's name in lower case, `function` the class
-    (its forward runs the node), `attributes` the keyword arguments it was applied with,
-    `inputs` the value names it reads and `output` the value name it writes."""
+    """One recorded op.
+
+    `op` is its name (a Function class's name in lower case, or a `recorded` op's name),
+    `function` the Function class or the recorded op, `attributes` the other arguments it was
+    called with, `inputs` the value names it reads and `output` the value name it writes.
+    `arg_names` names the parameter each input was passed as (None for a Function, whose
+    inputs are positional). `symbolic` is `attributes` with the ints that follow the dynamic
+    dims as `SymInt`s (None when none do). `layer` is the qualified name of the module whose
+    forward called it ("" at the top)."""
 
     op: str
-    function: type
+    function: object
     attributes: dict
     inputs: list[str]
     output: str
+    arg_names: tuple | None = None
+    symbolic: dict | None = None
+    layer: str = ""
 
     def __str__(self) -> str:
-        attrs = ", ".join(f"{k}={_short(v)}" for k, v in self.attributes.items())
+        attrs = ", ".join(f"{k}={_short(v)}" for k, v in
+                          (self.symbolic or self.attributes).items())
         args = ", ".join(self.inputs) + (", " + attrs if attrs and self.inputs else attrs)
         return f"%{self.output} = {self.op}({args})"
 
 
 @dataclass
 class Graph:
-    """A traced computation. `inputs` and `outputs` are value names; `input_shapes` holds
-    each input's shape, a symbolic dim as its name (a str); `parameters` and `constants` map
-    names to arrays (parameters are the model's weights and buffers, constants any other
-    tensor the call read). Call it with arrays or Tensors, in the order of `inputs`, of the
-    traced shapes (`example_shapes`): ops record sizes they saw (a reshape's target, a
-    convolution's window), so a call at other sizes needs a new trace."""
+    """A traced computation.
+
+    `inputs` and `outputs` are value names; `input_shapes` holds each input's shape, a
+    dynamic dim as its name (a str); `parameters` and `constants` map names to arrays
+    (parameters are the model's weights and buffers, constants any other tensor the call
+    read). `shapes` and `dtypes` give every value's shape (dynamic sizes as `SymInt`s) and
+    dtype. Call it with arrays or Tensors in the order of `inputs`: the fixed dims must be
+    the traced ones, and the dynamic dims may take other sizes."""
 
     inputs: list[str]
     outputs: list[str]
@@ -43,6 +58,8 @@ class Graph:
     parameters: dict = field(default_factory=dict)
     constants: dict = field(default_factory=dict)
     device: object = None
+    shapes: dict = field(default_factory=dict)
+    dtypes: dict = field(default_factory=dict)
 
     def __call__(self, *args):
         if len(args) != len(self.inputs):
@@ -50,15 +67,26 @@ class Graph:
                             f"({', '.join(self.inputs)}), got {len(args)}")
         values = dict(self.parameters)
         values.update(self.constants)
-        for name, shape, arg in zip(self.inputs, self.example_shapes, args):
+        sizes: dict = {}
+        for name, shape, arg in zip(self.inputs, self.input_shapes, args):
             array = arg._data if isinstance(arg, Tensor) else self.device.xp.asarray(arg)
-            if tuple(array.shape) != tuple(shape):
+            if len(array.shape) != len(shape) or any(
+                    not isinstance(d, str) and d != n for d, n in zip(shape, array.shape)):
                 raise ValueError(f"Graph: input {name} has shape {tuple(array.shape)}; valid: "
-                                 f"the traced shape {_shape_str(shape)} (trace again for "
-                                 "other sizes)")
+                                 f"the traced shape {_shape_str(shape)} (named dims may vary; "
+                                 "trace again for other sizes)")
+            for d, n in zip(shape, array.shape):
+                if isinstance(d, str) and sizes.setdefault(d, n) != n:
+                    raise ValueError(f"Graph: dynamic dim {d} has size {sizes[d]} in one input "
+                                     f"and {n} in input {name}; valid: one size per name")
             values[name] = array
+        fixed = all(tuple(a.shape) == tuple(s) for a, s in
+                    zip((values[n] for n in self.inputs), self.example_shapes))
         for node in self.nodes:
-            values[node.output] = run_node(node, [values[i] for i in node.inputs], self.device)
+            attributes = node.attributes if fixed or node.symbolic is None else \
+                concrete(node.symbolic, sizes)
+            values[node.output] = run_node(node, [values[i] for i in node.inputs],
+                                           self.device, attributes)
         result = tuple(Tensor._make(values[o], self.device) for o in self.outputs)
         return result[0] if len(result) == 1 else result
 
@@ -83,14 +111,24 @@ class Graph:
         return count
 
 
-def run_node(node: Node, arrays: list, device):
-    """Run one node's Function forward on arrays, as `Function.apply` would without
+def run_node(node: Node, arrays: list, device, attributes: dict | None = None):
+    """Run one node on arrays, as `Function.apply` (or the recorded op) would without
     recording."""
+    attributes = node.attributes if attributes is None else attributes
+    if node.arg_names is not None:
+        kwargs = dict(attributes)
+        kwargs.update((n, Tensor._make(a, device)) for n, a in zip(node.arg_names, arrays))
+        saved, TRACING.hook = TRACING.hook, None
+        try:
+            with no_grad():
+                return node.function(**kwargs)._data
+        finally:
+            TRACING.hook = saved
     fn = node.function.__new__(node.function)
     fn.xp = device.xp
     fn.device = device
     fn.needs_input_grad = None
-    out = fn.forward(*arrays, **node.attributes)
+    out = fn.forward(*arrays, **attributes)
     if type(out) is not device.array_type:
         out = device.xp.asarray(out)
     return out
@@ -103,3 +141,6 @@ def _shape_str(shape) -> str:
 def _short(value) -> str:
     text = repr(value)
     return text if len(text) <= 40 else text[:37] + "..."
+
+
+__all__ = ["Graph", "Node", "SymInt", "run_node"]

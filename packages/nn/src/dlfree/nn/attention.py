@@ -25,8 +25,9 @@ def additive_mask(mask, dtype, name: str, layer: str):
     if not isinstance(mask, dl.Tensor):
         raise TypeError(f"{layer}: {name} must be a Tensor or None, got {type(mask).__name__}")
     if mask.dtype == dl.bool:
-        return dl.zeros(*mask.shape, dtype=dtype, device=mask.device).masked_fill(
-            mask, float("-inf"))
+        # a where over the mask (not zeros of its shape) so a traced graph follows its size
+        return dl.where(mask, dl.tensor(float("-inf"), dtype=dtype, device=mask.device),
+                        dl.tensor(0.0, dtype=dtype, device=mask.device))
     if not mask.is_floating_point():
         raise DTypeError(f"{layer}: {name} must be bool (True = masked out) or floating "
                          f"(added to the scores), got {mask.dtype}")
