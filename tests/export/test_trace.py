@@ -154,14 +154,16 @@ def test_batch_norm_folds_into_the_preceding_layer(make, shape):
     np.testing.assert_allclose(np.asarray(graph(y)), expected, rtol=1e-5, atol=1e-6)
 
 
-def test_batch_norm_in_training_mode_is_not_folded():
+def test_batch_norm_in_training_mode_uses_each_calls_batch_and_is_not_folded():
     dlfree.manual_seed(0)
     model = nn.Sequential(nn.Linear(5, 6), nn.BatchNorm1d(6)).train()
-    with pytest.warns(TracerWarning, match="normalize"):
-        graph = trace(model, dlfree.randn(4, 5))
-    live = eliminate_dead_code(graph)  # drops the running-statistics updates
-    assert [n.op for n in fold_batch_norm(graph).nodes] == [n.op for n in live.nodes]
-    assert "normalize" in {n.op for n in live.nodes}
+    graph = trace(model, dlfree.randn(4, 5))
+    assert [n.op for n in fold_batch_norm(graph).nodes] == [n.op for n in graph.nodes]
+    x = dlfree.randn(4, 5) * 2.0 + 1.0
+    with dlfree.no_grad():
+        expected = np.asarray(model(x))
+    np.testing.assert_allclose(np.asarray(graph(x)), expected, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(expected.mean(0), 0, atol=1e-6)  # the new batch's statistics
 
 
 def test_graph_runs_at_other_sizes_of_its_dynamic_dims():
@@ -225,12 +227,20 @@ def test_nested_outputs_are_flattened_and_nodes_name_their_layer():
     np.testing.assert_array_equal(np.asarray(graph(other)[2]), np.asarray(model(other)[1][1][0]))
 
 
-def test_a_made_tensor_that_follows_a_dynamic_dim_is_refused_by_name():
-    def fn(x):
+def test_a_made_tensor_that_follows_a_dynamic_dim_becomes_a_fill_or_is_refused():
+    def uniform(x):
         return x + dlfree.ones(x.shape[0], 1)
 
-    with pytest.raises(ValueError, match="follows the dynamic dims"):
-        trace(fn, dlfree.randn(3, 2), dynamic_dims={0: {0: "batch"}})
+    graph = trace(uniform, dlfree.randn(3, 2), dynamic_dims={0: {0: "batch"}})
+    assert graph.nodes[0].op == "full"
+    x = dlfree.randn(6, 2)
+    np.testing.assert_allclose(np.asarray(graph(x)), np.asarray(x) + 1, rtol=1e-6)
+
+    def ramp(x):
+        return x + dlfree.arange(float(x.shape[0])).reshape(-1, 1)
+
+    with pytest.raises(ValueError, match="follows the dynamic dims and holds differing"):
+        trace(ramp, dlfree.randn(3, 2), dynamic_dims={0: {0: "batch"}})
 
 
 def test_a_size_that_is_not_affine_in_the_dynamic_dims_is_refused():

@@ -36,10 +36,10 @@ def fold_constants(graph: Graph) -> Graph:
 
 
 def fold_batch_norm(graph: Graph) -> Graph:
-    """Fold each eval-mode batch norm (a `normalize` node with running statistics over
-    channel dim 1) into the convolution or linear node before it, when that node's output
-    is read by the norm alone: the weight is scaled per output channel and the bias shifted,
-    so the graph loses one node per fold and computes the same function."""
+    """Fold each eval-mode `batch_norm` node whose statistics and affine parameters are
+    constants into the convolution or linear node before it, when that node's output is read
+    by the norm alone: the weight is scaled per output channel and the bias shifted, so the
+    graph loses one node per fold and computes the same function."""
     values = {**graph.parameters, **graph.constants}
     readers = graph.consumers()
     producer = {node.output: node for node in graph.nodes}
@@ -48,29 +48,29 @@ def fold_batch_norm(graph: Graph) -> Graph:
     renamed: dict = {}
     new_inputs: dict = {}
     for norm in graph.nodes:
-        prev = producer.get(norm.inputs[0])
-        a = norm.attributes
-        if (norm.op != "normalize" or a.get("from_batch") is not False or a["mean"] is None
-                or prev is None or prev.op not in ("conv", "linear")
-                or readers.get(prev.output) != 1 or prev.output in graph.outputs
-                or any(i not in values for i in prev.inputs[1:] + norm.inputs[1:])
-                or 1 in a["stat_dims"] or a["centered"] is not None
-                or (prev.op == "linear" and len(a["affine_shape"]) != 2)):
+        if norm.op != "batch_norm" or norm.attributes["training"]:
+            continue
+        named = dict(zip(norm.arg_names, norm.inputs, strict=True))
+        prev = producer.get(named["input"])
+        if (prev is None or prev.op not in ("conv", "linear") or readers.get(prev.output) != 1
+                or prev.output in graph.outputs
+                or any(i not in values for i in prev.inputs[1:] + norm.inputs[1:])):
             continue
         w = values[prev.inputs[1]]
         channels = w.shape[0]
-        scale = a["invstd"].reshape(-1)
-        if scale.shape[0] != channels:
+        if "running_mean" not in named or "running_var" not in named:
             continue
-        affine = iter(norm.inputs[1:])
-        if a["affine"][0]:
-            scale = scale * values[next(affine)].reshape(-1)
-        shift = values[next(affine)].reshape(-1) if a["affine"][1] else 0
+        mean, var = values[named["running_mean"]], values[named["running_var"]]
+        xp = graph.device.xp
+        scale = 1 / xp.sqrt(var.astype(xp.float64) + norm.attributes["eps"])
+        if "weight" in named:
+            scale = scale * values[named["weight"]]
+        shift = values[named["bias"]] if "bias" in named else 0
         bias = values[prev.inputs[2]] if len(prev.inputs) > 2 else 0
         base = prev.inputs[1]
         w_name, b_name = f"{base}.bn_folded", f"{base}.bn_folded_bias"
         params[w_name] = (w * scale.reshape((channels,) + (1,) * (w.ndim - 1))).astype(w.dtype)
-        params[b_name] = ((bias - a["mean"].reshape(-1)) * scale + shift).astype(w.dtype)
+        params[b_name] = ((bias - mean) * scale + shift).astype(w.dtype)
         new_inputs[prev.output] = [prev.inputs[0], w_name, b_name]
         dropped.add(norm.output)
         renamed[norm.output] = prev.output

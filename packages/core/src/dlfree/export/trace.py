@@ -258,14 +258,40 @@ def _make_symbolic(graph: Graph, runs: list, sizes: list) -> None:
         graph.shapes[name] = tuple(
             _fit_int([s[0][d] for s in seen], sizes, f"dim {d} of value {name}")
             for d in range(len(seen[0][0])))
-    for name in graph.constants:
-        if any(isinstance(d, SymInt) for d in graph.shapes[name]):
+    for name in list(graph.constants):
+        shape = graph.shapes[name]
+        if not any(isinstance(d, SymInt) for d in shape):
+            continue
+        fill = _uniform([r.constants.get(name) for r in runs])
+        if fill is None:
             reader = next((n for n in graph.nodes if name in n.inputs), None)
             where = "" if reader is None else f", read by op {reader.op}" + \
                 (f" in layer {reader.layer}" if reader.layer else "")
             raise ValueError(f"trace: a tensor made inside the call{where} has shape "
-                             f"{graph.shapes[name]}, which follows the dynamic dims; valid: "
-                             "tensors computed from the inputs by ops, or fixed dims")
+                             f"{shape}, which follows the dynamic dims and holds differing "
+                             "values; valid: tensors computed from the inputs by ops, uniform "
+                             "ones (zeros, ones, full), or fixed dims")
+        array = graph.constants.pop(name)
+        attributes = {"shape": tuple(array.shape), "fill_value": fill, "dtype": array.dtype,
+                      "device": graph.device}
+        graph.nodes.insert(0, Node("full", full, attributes, [], name, (),
+                                   {**attributes, "shape": shape}))
+
+
+def full(shape, fill_value, dtype, device) -> Tensor:
+    """A uniform tensor: the node a trace puts where the call made one whose shape follows
+    the dynamic dims (the zeros of a default recurrent state, say)."""
+    return Tensor._make(device.xp.full(shape, fill_value, dtype=dtype), device)
+
+
+def _uniform(arrays: list):
+    """The one value every array holds, or None when they hold several."""
+    first = arrays[0]
+    if any(a is None for a in arrays) or first.size == 0:
+        return None
+    value = first.reshape(-1)[0].item()
+    same = all(bool((a == value).all()) for a in arrays)
+    return value if same else None
 
 
 def _fit_int(values, sizes, where):

@@ -12,6 +12,7 @@ from ..creation import rand
 from ..errors import DTypeError, ShapeError
 from ..tensor import Tensor
 from ..threads import for_blocks
+from ..tracing_state import recorded
 from ._util import sum_to
 from .elementwise import where
 from .shape import broadcast_shapes
@@ -441,6 +442,7 @@ def _heads(t: Tensor, groups: int) -> tuple:
     return shape if groups == 1 else shape[:-1] + (shape[-1] * groups,)
 
 
+@recorded
 @autocast_policy("lower")
 def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.0,
                                  is_causal=False, scale=None, enable_gqa=False) -> Tensor:

@@ -281,6 +281,7 @@ def _update_running(running: Tensor | None, batch_value, momentum: float) -> Non
 
 # ------------------------------------------------------------------- batch norm
 # the running statistics are updated in place: autocast never casts them
+@recorded
 @autocast_policy("float32", exclude=("running_mean", "running_var"))
 def batch_norm(input: Tensor, running_mean: Tensor | None, running_var: Tensor | None,
                weight: Tensor | None = None, bias: Tensor | None = None, training: bool = False,
@@ -337,6 +338,7 @@ def _normalized_dims(input: Tensor, normalized_shape, op: str) -> tuple:
     return shape, tuple(range(input.ndim - k, input.ndim))
 
 
+@recorded
 @autocast_policy("float32")
 def layer_norm(input: Tensor, normalized_shape, weight: Tensor | None = None,
                bias: Tensor | None = None, eps: float = 1e-5) -> Tensor:
