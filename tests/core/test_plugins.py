@@ -178,8 +178,9 @@ def test_first_party_map_matches_what_the_plugins_register():
                         for name, _ in plugins.manager().list_name_plugin()
                         if plugins.plugin_info(name)["distribution"] == dist]
         assert entry_points and all(f"= dlfree.{subpackage}." in ep for ep in entry_points), dist
-    assert set(filled) - set(first_party.DISTRIBUTIONS) == {"dlfree"}  # the core: backends
-    assert filled["dlfree"] == {"backends"}
+    # the core: its backends and its ONNX mappings
+    assert set(filled) - set(first_party.DISTRIBUTIONS) == {"dlfree"}
+    assert filled["dlfree"] == {"backends", "onnx_ops"}
 
 
 def test_unknown_names_name_the_distribution_or_close_matches(monkeypatch):
@@ -288,6 +289,8 @@ HOOK_CASES = {
     "dlfree_register_metrics": ("metrics", "_Thing", lambda: _Thing, None),
     "dlfree_register_architectures": ("architectures", "toy", lambda: _Thing, None),
     "dlfree_register_callbacks": ("callbacks", "_Thing", lambda: _Thing, None),
+    "dlfree_register_onnx_ops": ("onnx_ops", "_thing", lambda: (lambda ctx: ctx.inputs[0]),
+                                 None),
 }
 
 
@@ -323,7 +326,7 @@ def test_register_hook(hook):
     if kind == "architectures":
         def impl(register):
             register(name, dict, {"base": obj})
-    elif kind == "initializers":
+    elif kind in ("initializers", "onnx_ops"):
         def impl(register):
             register(obj, name)
     else:

@@ -123,6 +123,10 @@ def __getattr__(name: str) -> ModuleType:
             raise AttributeError(str(e)) from None
     from .first_party import SUBPACKAGES
 
+    if name in ("export", "onnx", "quantization"):  # the core's own, imported on first use
+        import importlib
+
+        return importlib.import_module(f"{__name__}.{name}")
     if name in SUBPACKAGES:
         import importlib
 

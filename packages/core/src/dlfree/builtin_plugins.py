@@ -11,3 +11,11 @@ def dlfree_register_backends(register):
     register(NumpyBackend)
     register(CupyBackend)
 
+
+
+@hookimpl
+def dlfree_register_onnx_ops(register):
+    from .onnx import converters
+
+    for name, convert in converters().items():
+        register(convert, name)

@@ -41,3 +41,8 @@ class MissingPluginError(PluginError, CheckpointError):
 class DistributedError(DLFreeError, RuntimeError):
     """A collective that cannot run: ranks that disagree on it, a process group that is
     missing, or a peer that did not answer in time."""
+
+
+class ExportError(DLFreeError, ValueError):
+    """A model that cannot be written as the static graph asked for: an op without an ONNX
+    mapping, or attributes that the target format cannot express."""

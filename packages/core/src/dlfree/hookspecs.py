@@ -66,6 +66,13 @@ def dlfree_register_callbacks(register):
 
 
 @hookspec
+def dlfree_register_onnx_ops(register):
+    """Call `register(converter, op_name)` for each traced op your plugin can export to ONNX:
+    `converter(ctx)` emits ONNX nodes for one graph node through `ctx`
+    (a `dlfree.onnx.Context`) and returns the name of the value it computed."""
+
+
+@hookspec
 def dlfree_register_commands(cli):
     """Add subcommands to the `dlfree` command: `cli` is an argparse subparsers object;
     set `func=` on your parser (`parser.set_defaults(func=run)`); `run(args)` is called."""

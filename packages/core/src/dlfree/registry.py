@@ -15,7 +15,7 @@ from . import first_party, plugins, registry_checks
 from .errors import PluginError
 
 __all__ = ["Registry", "Architecture", "backends", "layers", "losses", "initializers",
-           "optimizers", "schedulers", "metrics", "architectures", "callbacks", "ALL"]
+           "optimizers", "schedulers", "metrics", "architectures", "callbacks", "onnx_ops", "ALL"]
 
 
 class Architecture(NamedTuple):
@@ -51,7 +51,7 @@ class Registry:
             def register(model_type, config_cls, heads):
                 registry_checks.check_architecture(model_type, config_cls, heads, dist)
                 found.append((model_type, Architecture(model_type, config_cls, dict(heads))))
-        elif self.kind == "initializers":
+        elif self.kind in ("initializers", "onnx_ops"):
             def register(fn, name):
                 registry_checks.check_entry(self.kind, self.noun, fn, dist)
                 found.append((registry_checks.check_name(self.kind, name, dist), fn))
@@ -173,6 +173,7 @@ schedulers = Registry("schedulers", "scheduler")
 metrics = Registry("metrics", "metric")
 architectures = Registry("architectures", "architecture")
 callbacks = Registry("callbacks", "callback")
+onnx_ops = Registry("onnx_ops", "ONNX converter")
 
 ALL = (backends, layers, losses, initializers, optimizers, schedulers, metrics, architectures,
-       callbacks)
+       callbacks, onnx_ops)

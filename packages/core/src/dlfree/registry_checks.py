@@ -1,6 +1,7 @@
 """What a plugin may register under each registry kind, checked as it registers: a name that
 is a non-empty string, and a class (a `Backend` subclass for backends; for architectures a
-config class and a dict of head names to model classes) or, for initializers, a function.
+config class and a dict of head names to model classes) or, for initializers and ONNX
+converters, a function.
 Anything else is a `PluginError` naming the plugin's distribution, so a registry never
 holds `42` under a layer's name."""
 
@@ -31,6 +32,12 @@ def check_entry(kind: str, noun: str, obj, dist: str) -> None:
             raise PluginError(f"the plugin from distribution {dist!r} registered "
                               f"{_what(obj)} as an initializer; an initializer is a function "
                               "that fills a tensor in place")
+        return
+    if kind == "onnx_ops":
+        if not callable(obj):
+            raise PluginError(f"the plugin from distribution {dist!r} registered "
+                              f"{_what(obj)} as an ONNX converter; a converter is a function "
+                              "of a dlfree.onnx.Context returning the name of its output")
         return
     if kind == "backends":
         from .backends.base import Backend

@@ -44,6 +44,7 @@ def fold_batch_norm(graph: Graph) -> Graph:
     readers = graph.consumers()
     producer = {node.output: node for node in graph.nodes}
     params = dict(graph.parameters)
+    shapes, dtypes = dict(graph.shapes), dict(graph.dtypes)
     dropped = set()
     renamed: dict = {}
     new_inputs: dict = {}
@@ -71,6 +72,8 @@ def fold_batch_norm(graph: Graph) -> Graph:
         w_name, b_name = f"{base}.bn_folded", f"{base}.bn_folded_bias"
         params[w_name] = (w * scale.reshape((channels,) + (1,) * (w.ndim - 1))).astype(w.dtype)
         params[b_name] = ((bias - mean) * scale + shift).astype(w.dtype)
+        for name in (w_name, b_name):
+            shapes[name], dtypes[name] = tuple(params[name].shape), params[name].dtype
         new_inputs[prev.output] = [prev.inputs[0], w_name, b_name]
         dropped.add(norm.output)
         renamed[norm.output] = prev.output
@@ -81,4 +84,5 @@ def fold_batch_norm(graph: Graph) -> Graph:
         inputs = new_inputs.get(node.output, node.inputs)
         nodes.append(replace(node, inputs=[renamed.get(i, i) for i in inputs]))
     outputs = [renamed.get(o, o) for o in graph.outputs]
-    return eliminate_dead_code(replace(graph, nodes=nodes, outputs=outputs, parameters=params))
+    return eliminate_dead_code(replace(graph, nodes=nodes, outputs=outputs, parameters=params,
+                                       shapes=shapes, dtypes=dtypes))
