@@ -227,7 +227,7 @@ def test_nested_outputs_are_flattened_and_nodes_name_their_layer():
     np.testing.assert_array_equal(np.asarray(graph(other)[2]), np.asarray(model(other)[1][1][0]))
 
 
-def test_a_made_tensor_that_follows_a_dynamic_dim_becomes_a_fill_or_is_refused():
+def test_a_made_tensor_that_follows_a_dynamic_dim_becomes_a_fill_or_range_or_is_refused():
     def uniform(x):
         return x + dlfree.ones(x.shape[0], 1)
 
@@ -239,8 +239,15 @@ def test_a_made_tensor_that_follows_a_dynamic_dim_becomes_a_fill_or_is_refused()
     def ramp(x):
         return x + dlfree.arange(float(x.shape[0])).reshape(-1, 1)
 
-    with pytest.raises(ValueError, match="follows the dynamic dims and holds differing"):
-        trace(ramp, dlfree.randn(3, 2), dynamic_dims={0: {0: "batch"}})
+    graph = trace(ramp, dlfree.randn(3, 2), dynamic_dims={0: {0: "batch"}})
+    assert graph.nodes[0].op == "arange"
+    np.testing.assert_allclose(np.asarray(graph(x)), np.asarray(ramp(x)), rtol=1e-6)
+
+    def squares(x):
+        return x + dlfree.tensor(np.arange(x.shape[0], dtype=np.float32) ** 2).reshape(-1, 1)
+
+    with pytest.raises(ValueError, match="follows the dynamic dims and holds values"):
+        trace(squares, dlfree.randn(3, 2), dynamic_dims={0: {0: "batch"}})
 
 
 def test_a_size_that_is_not_affine_in_the_dynamic_dims_is_refused():

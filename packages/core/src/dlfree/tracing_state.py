@@ -23,6 +23,12 @@ class _Tracing(threading.local):
 TRACING = _Tracing()
 
 
+def is_tracing() -> bool:
+    """Whether this thread is being traced (`dlfree.export.trace`, `dlfree.onnx.export`): for
+    checks of values (a bound on position ids, say) that a static graph cannot keep."""
+    return TRACING.hook is not None
+
+
 def recorded(fn):
     """Decorate an op so that tracing records each call of it as one node named after it:
     its Tensor arguments are the node's inputs, the others its attributes, and the graph

@@ -3,9 +3,10 @@ autograd and is simplified by the passes of `dlfree.export.passes`."""
 
 from __future__ import annotations
 
+from ..tracing_state import is_tracing
 from .graph import Graph, Node
 from .passes import eliminate_dead_code, fold_batch_norm, fold_constants
 from .trace import TracerWarning, trace
 
-__all__ = ["trace", "Graph", "Node", "TracerWarning", "eliminate_dead_code",
+__all__ = ["trace", "is_tracing", "Graph", "Node", "TracerWarning", "eliminate_dead_code",
            "fold_constants", "fold_batch_norm"]

@@ -262,26 +262,40 @@ def _make_symbolic(graph: Graph, runs: list, sizes: list) -> None:
         shape = graph.shapes[name]
         if not any(isinstance(d, SymInt) for d in shape):
             continue
-        fill = _uniform([r.constants.get(name) for r in runs])
-        if fill is None:
+        arrays = [r.constants.get(name) for r in runs]
+        fill = _uniform(arrays)
+        ramp = None if fill is not None else _ramp(arrays, graph.device.xp)
+        if fill is None and ramp is None:
             reader = next((n for n in graph.nodes if name in n.inputs), None)
             where = "" if reader is None else f", read by op {reader.op}" + \
                 (f" in layer {reader.layer}" if reader.layer else "")
             raise ValueError(f"trace: a tensor made inside the call{where} has shape "
-                             f"{shape}, which follows the dynamic dims and holds differing "
-                             "values; valid: tensors computed from the inputs by ops, uniform "
-                             "ones (zeros, ones, full), or fixed dims")
+                             f"{shape}, which follows the dynamic dims and holds values other "
+                             "than a fill or a range; valid: tensors computed from the inputs "
+                             "by ops, full/zeros/ones, arange, or fixed dims")
         array = graph.constants.pop(name)
-        attributes = {"shape": tuple(array.shape), "fill_value": fill, "dtype": array.dtype,
-                      "device": graph.device}
-        graph.nodes.insert(0, Node("full", full, attributes, [], name, (),
-                                   {**attributes, "shape": shape}))
+        if fill is not None:
+            op, fn = "full", full
+            attributes = {"shape": tuple(array.shape), "fill_value": fill}
+            symbolic = {"shape": shape}
+        else:
+            op, fn = "arange", arange
+            attributes = {"start": ramp[0], "step": ramp[1], "size": array.shape[0]}
+            symbolic = {"size": shape[0]}
+        attributes.update(dtype=array.dtype, device=graph.device)
+        graph.nodes.insert(0, Node(op, fn, attributes, [], name, (), {**attributes, **symbolic}))
 
 
 def full(shape, fill_value, dtype, device) -> Tensor:
     """A uniform tensor: the node a trace puts where the call made one whose shape follows
     the dynamic dims (the zeros of a default recurrent state, say)."""
     return Tensor._make(device.xp.full(shape, fill_value, dtype=dtype), device)
+
+
+def arange(start, step, size, dtype, device) -> Tensor:
+    """start + step * [0, size): the node a trace puts where the call made a range whose
+    length follows the dynamic dims (position ids, say)."""
+    return Tensor._make((start + step * device.xp.arange(size)).astype(dtype), device)
 
 
 def _uniform(arrays: list):
@@ -292,6 +306,18 @@ def _uniform(arrays: list):
     value = first.reshape(-1)[0].item()
     same = all(bool((a == value).all()) for a in arrays)
     return value if same else None
+
+
+def _ramp(arrays: list, xp):
+    """(start, step) when every array is the 1-d range start + step * k, else None."""
+    first = arrays[0]
+    if any(a is None or a.ndim != 1 or a.shape[0] < 2 for a in arrays):
+        return None
+    start, step = first[0].item(), (first[1] - first[0]).item()
+    for a in arrays:
+        if not bool((a == (start + step * xp.arange(a.shape[0])).astype(a.dtype)).all()):
+            return None
+    return start, step
 
 
 def _fit_int(values, sizes, where):

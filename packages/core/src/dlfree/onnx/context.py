@@ -91,8 +91,9 @@ class Context:
 
     # -------------------------------------------------------------------- writing
     def fresh(self, hint: str) -> str:
+        """A new value or node name, apart from the trace's (input_*, v*, const_*, weights)."""
         self._counter += 1
-        return f"{hint}_{self._counter}"
+        return f"_{hint}_{self._counter}"
 
     def add(self, op_type: str, inputs: list, outputs: int = 1, **attributes):
         """Append one ONNX node; returns its output name (a list when `outputs` > 1). An

@@ -240,7 +240,10 @@ def scaled_dot_product_attention(ctx):
         elif mask_dtype != dtype:
             mask = ctx.cast(mask, dtype)
         scores = ctx.add("Add", [scores, mask])
-    return ctx.add("MatMul", [ctx.add("Softmax", [scores], axis=-1), v])
+    probs = ctx.add("Softmax", [scores], axis=-1)
+    if "attn_mask" in named:  # rows masked out entirely give zeros, as in dl.free, not NaN
+        probs = ctx.add("Where", [ctx.add("IsNaN", [probs]), zero, probs])
+    return ctx.add("MatMul", [probs, v])
 
 
 def _repeat_heads(ctx, t: str, shape: tuple, groups: int) -> str:

@@ -3,6 +3,8 @@ the pieces of split/chunk/unbind), cat, stack, flip, repeat, triangles and unifo
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from ..export.symbolic import SymInt
@@ -105,6 +107,32 @@ def repeat(ctx):
     return ctx.add("Tile", [x, ctx.ints(reps)])
 
 
+def roll(ctx):
+    a = ctx.attributes
+    x, shape = ctx.inputs[0], ctx.input_shapes[0]
+    shifts, dims = a["shifts"], a["dims"]
+    if dims is None:  # rolled as one flat row, then shaped back
+        flat = ctx.add("Reshape", [x, ctx.ints([-1])])
+        rolled = _roll_axis(ctx, flat, shifts, math.prod(shape), 0)
+        return ctx.add("Reshape", [rolled, ctx.add("Shape", [x])])
+    for shift, dim in zip(shifts, dims, strict=True):
+        x = _roll_axis(ctx, x, shift, shape[dim], dim)
+    return x
+
+
+def _roll_axis(ctx, x: str, shift: int, size, axis: int) -> str:
+    """x rolled by `shift` along `axis` of `size`: its last `shift` entries moved first."""
+    if isinstance(size, SymInt):
+        raise ctx.fail("roll along a dim that follows the dynamic dims; valid: fixed dims")
+    shift %= size
+    if shift == 0:
+        return x
+    cut, axes = ctx.ints([size - shift]), ctx.ints([axis])
+    tail = ctx.add("Slice", [x, cut, ctx.ints([INT64_MAX]), axes])
+    head = ctx.add("Slice", [x, ctx.ints([0]), cut, axes])
+    return ctx.add("Concat", [tail, head], axis=axis)
+
+
 def triangle(ctx):
     a = ctx.attributes
     k = ctx.constant(np.array(a["diagonal"], np.int64))
@@ -117,6 +145,16 @@ def full(ctx):
     value = ctx.helper.make_tensor("value", ctx.helper.np_dtype_to_tensor_dtype(dtype), [1],
                                    [np.array(a["fill_value"], dtype).item()])
     return ctx.add("ConstantOfShape", [ctx.ints(a["shape"])], value=value)
+
+
+def arange(ctx):
+    a = ctx.attributes
+    dtype = np.dtype(a["dtype"])
+    start, step = (ctx.constant(np.array(v, dtype)) for v in (a["start"], a["step"]))
+    size = ctx.ints([a["size"]])
+    count = ctx.add("Squeeze", [size if dtype == np.int64 else ctx.cast(size, dtype)])
+    limit = ctx.add("Add", [start, ctx.add("Mul", [count, step])])
+    return ctx.add("Range", [start, limit, step])
 
 
 def constantpad(ctx):
@@ -139,6 +177,6 @@ def modepad(ctx):
 CONVERTERS = {
     "reshape": reshape, "permute": permute, "expand": expand, "slice": slice_,
     "split": split, "piece": piece, "cat": cat, "stack": stack, "flip": flip,
-    "repeat": repeat, "triangle": triangle, "full": full, "constantpad": constantpad,
-    "modepad": modepad,
+    "repeat": repeat, "roll": roll, "triangle": triangle, "full": full, "arange": arange,
+    "constantpad": constantpad, "modepad": modepad,
 }

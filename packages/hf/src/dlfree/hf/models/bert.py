@@ -6,6 +6,7 @@ from __future__ import annotations
 import dlfree as dl
 from dlfree import functional as F
 from dlfree import nn
+from dlfree.export import is_tracing
 
 import attrs
 
@@ -98,7 +99,7 @@ class BertEmbeddings(nn.Module):
     def forward(self, input_ids, token_type_ids=None, position_ids=None):
         if position_ids is None:
             position_ids = self.position_ids(input_ids)
-        if position_ids.shape[-1] and int(position_ids.max()) >= \
+        if position_ids.shape[-1] and not is_tracing() and int(position_ids.max()) >= \
                 self.position_embeddings.num_embeddings:
             raise dl.ShapeError(f"{type(self).__name__}: the sequence needs position "
                                 f"{int(position_ids.max())}, but max_position_embeddings is "

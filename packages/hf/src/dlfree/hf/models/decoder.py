@@ -8,6 +8,7 @@ from __future__ import annotations
 import dlfree as dl
 from dlfree import DTypeError, ShapeError, Tensor
 from dlfree import functional as F
+from dlfree.export import is_tracing
 
 from ..generation.cache import KVCache
 from ..modeling import (
@@ -78,7 +79,8 @@ def causal_mask(attention_mask, batch: int, queries: int, keys: int,
     padded = attention_mask is not None
     if padded:
         attention_mask = _as_mask(attention_mask, batch, keys)
-        padded = not bool(attention_mask.all())
+        # a traced graph keeps the mask whatever the traced input's padding
+        padded = is_tracing() or not bool(attention_mask.all())
         device = attention_mask.device
     windowed = window is not None and keys > window
     past = keys - queries
@@ -87,16 +89,16 @@ def causal_mask(attention_mask, batch: int, queries: int, keys: int,
             return None, True
         if queries == 1:
             return None, False
-    xp = dl.Device(device or "cpu").xp
-    query_at = xp.arange(past, keys)[:, None]
-    key_at = xp.arange(keys)[None, :]
+    # built with ops, so that a traced graph follows the sequence length
+    query_at = dl.arange(past, keys, device=device)[:, None]
+    key_at = dl.arange(keys, device=device)[None, :]
     allowed = key_at <= query_at
     if windowed:
-        allowed &= key_at > query_at - window
+        allowed = allowed & (key_at > query_at - window)
     allowed = allowed[None, None]
     if padded:
-        allowed = allowed & (attention_mask.array != 0)[:, None, None, :]
-    return dl.as_tensor(allowed), False
+        allowed = allowed & (attention_mask != 0)[:, None, None, :]
+    return allowed, False
 
 
 def run_layers(hidden: Tensor, layers, layer_args, final_norm, cache: KVCache | None,

@@ -14,6 +14,7 @@ import re
 import dlfree as dl
 from dlfree import functional as F
 from dlfree import nn
+from dlfree.export import is_tracing
 
 import attrs
 import numpy as np
@@ -209,7 +210,7 @@ class GPT2Model(GPT2PreTrainedModel):
                 raise dl.ShapeError(f"GPT2Model: {past + length} positions exceed n_positions "
                                     f"({self.config.n_positions}); shorten the input")
             position_ids = default_positions(length, past, ids.device)
-        elif length and int(position_ids.max()) >= self.config.n_positions:
+        elif length and not is_tracing() and int(position_ids.max()) >= self.config.n_positions:
             raise dl.ShapeError(f"GPT2Model: position {int(position_ids.max())} is beyond "
                                 f"n_positions ({self.config.n_positions})")
         hidden = self.wte(ids) + self.wpe(position_ids)
