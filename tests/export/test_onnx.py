@@ -16,6 +16,8 @@ import onnx
 import onnxruntime as ort
 import pytest
 
+from support.export_models import Encoder, Sequence, padding_mask, trained
+
 
 def _session(model, args, **kwargs):
     buffer = io.BytesIO()
@@ -52,20 +54,13 @@ def test_mlp_runs_in_onnx_runtime_at_two_batch_sizes():
     _agree(model, session, [(dlfree.randn(3, 8),), (dlfree.randn(11, 8),)])
 
 
-def _trained(model, x):
-    model.train()
-    with dlfree.no_grad():
-        model(x * 2.0 + 0.5)
-    return model.eval()
-
-
 def test_digits_cnn_with_batch_norm_folded_into_its_convolutions():
     dlfree.manual_seed(0)
     model = nn.Sequential(nn.Conv2d(1, 8, 3, padding=1), nn.BatchNorm2d(8), nn.ReLU(),
                           nn.MaxPool2d(2), nn.Conv2d(8, 16, 3, padding=1), nn.BatchNorm2d(16),
                           nn.ReLU(), nn.AvgPool2d(2), nn.Flatten(), nn.Linear(16 * 2 * 2, 10),
                           nn.LogSoftmax(-1))
-    model = _trained(model, dlfree.randn(16, 1, 8, 8))
+    model = trained(model, dlfree.randn(16, 1, 8, 8))
     proto, session = _session(model, dlfree.randn(2, 1, 8, 8), dynamic_axes=_batch())
     ops = [n.op_type for n in proto.graph.node]
     assert "BatchNormalization" not in ops and ops.count("Conv") == 2
@@ -89,28 +84,16 @@ class _ResidualBlock(nn.Module):
 
 def test_resnet_block_with_folded_batch_norms_and_a_residual():
     dlfree.manual_seed(0)
-    model = _trained(_ResidualBlock(6), dlfree.randn(8, 6, 6, 6))
+    model = trained(_ResidualBlock(6), dlfree.randn(8, 6, 6, 6))
     proto, session = _session(model, dlfree.randn(2, 6, 6, 6), dynamic_axes=_batch())
     assert "BatchNormalization" not in {n.op_type for n in proto.graph.node}
     _agree(model, session, [(dlfree.randn(2, 6, 6, 6),), (dlfree.randn(5, 6, 6, 6),)])
 
 
-class _Sequence(nn.Module):
-    """The outputs and final states of a recurrent layer, flattened to a tuple."""
-
-    def __init__(self, rnn):
-        super().__init__()
-        self.rnn = rnn
-
-    def forward(self, x):
-        out, state = self.rnn(x)
-        return (out, *state) if isinstance(state, tuple) else (out, state)
-
-
 @pytest.mark.parametrize("layer", [nn.LSTM, nn.GRU, nn.RNN])
 def test_recurrent_layers_as_onnx_nodes_bidirectional_two_layers(layer):
     dlfree.manual_seed(0)
-    model = _Sequence(layer(5, 7, num_layers=2, bidirectional=True, batch_first=True)).eval()
+    model = Sequence(layer(5, 7, num_layers=2, bidirectional=True, batch_first=True)).eval()
     proto, session = _session(model, dlfree.randn(2, 4, 5),
                               dynamic_axes=_batch(dims=("batch", "time")))
     onnx_op = {nn.LSTM: "LSTM", nn.GRU: "GRU", nn.RNN: "RNN"}[layer]
@@ -118,28 +101,14 @@ def test_recurrent_layers_as_onnx_nodes_bidirectional_two_layers(layer):
     _agree(model, session, [(dlfree.randn(2, 4, 5),), (dlfree.randn(3, 9, 5),)], atol=1e-5)
 
 
-class _Encoder(nn.Module):
-    def __init__(self):
-        super().__init__()
-        layer = nn.TransformerEncoderLayer(16, 4, dim_feedforward=32, batch_first=True)
-        self.encoder = nn.TransformerEncoder(layer, 2)
-
-    def forward(self, x, padding):
-        return self.encoder(x, src_key_padding_mask=padding)
-
-
-def _padding(lengths, size):
-    return dlfree.tensor(np.arange(size)[None, :] >= np.array(lengths)[:, None])
-
-
 def test_transformer_encoder_with_a_padding_mask_at_two_batches_and_lengths():
     dlfree.manual_seed(0)
-    model = _Encoder().eval()
+    model = Encoder().eval()
     axes = {"x": {0: "batch", 1: "seq"}, "padding": {0: "batch", 1: "seq"}}
-    _, session = _session(model, (dlfree.randn(2, 5, 16), _padding([5, 3], 5)),
+    _, session = _session(model, (dlfree.randn(2, 5, 16), padding_mask([5, 3], 5)),
                           input_names=["x", "padding"], dynamic_axes=axes)
-    _agree(model, session, [(dlfree.randn(2, 5, 16), _padding([5, 3], 5)),
-                            (dlfree.randn(4, 9, 16), _padding([9, 1, 4, 7], 9))], rtol=1e-4,
+    _agree(model, session, [(dlfree.randn(2, 5, 16), padding_mask([5, 3], 5)),
+                            (dlfree.randn(4, 9, 16), padding_mask([9, 1, 4, 7], 9))], rtol=1e-4,
            atol=1e-5)
 
 

@@ -9,8 +9,9 @@ from __future__ import annotations
 
 from .context import Context
 from .exporter import OPSETS, export
+from .loading import load
 
-__all__ = ["export", "Context", "OPSETS", "converters"]
+__all__ = ["export", "load", "Context", "OPSETS", "converters"]
 
 
 def converters() -> dict:

@@ -27,7 +27,7 @@ class Context:
         self.helper = helper
         self.numpy_helper = numpy_helper
         self.nodes: list = []
-        self.initializers: dict = {}
+        self.constants: dict = {}
         self.names: dict = {}  # graph value name -> ONNX value name
         self._counter = 0
         self._dims: dict = {}  # dim name -> ONNX name of its int64 [1] size
@@ -104,8 +104,8 @@ class Context:
         return names[0] if outputs == 1 else names
 
     def constant(self, value, dtype=None) -> str:
-        """An initializer holding `value` (an array or a number) as `dtype` (default: the
-        value's own); equal small constants are shared."""
+        """A constant (a Constant node) holding `value` (an array or a number) as `dtype`
+        (default: the value's own); equal small constants are shared."""
         array = np.asarray(_to_numpy(value), dtype=dtype)
         key = None
         if array.size <= 16:
@@ -113,7 +113,7 @@ class Context:
             if key in self._cache:
                 return self._cache[key]
         name = self.fresh("const")
-        self.initializers[name] = array
+        self.constants[name] = array
         if key is not None:
             self._cache[key] = name
         return name

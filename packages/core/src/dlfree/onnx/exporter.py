@@ -136,12 +136,15 @@ def _build(onnx, graph, input_names, output_names, output_axes, opset: int):
     for value, name in zip(graph.outputs, output_names, strict=True):
         ctx.nodes.append(helper.make_node("Identity", [ctx.names[value]], [name],
                                           name=f"output_{name}"))
+    # The parameters are the initializers; every other constant is a Constant node, as
+    # torch.onnx writes them, so that an importer can tell weights from constants.
     used = {i for n in ctx.nodes for i in n.input}
-    tables = {**graph.parameters, **graph.constants}
     initializers = [numpy_helper.from_array(np.ascontiguousarray(_to_numpy(a)), name)
-                    for name, a in tables.items() if name in used]
-    initializers += [numpy_helper.from_array(np.ascontiguousarray(a), name)
-                     for name, a in ctx.initializers.items() if name in used]
+                    for name, a in graph.parameters.items() if name in used]
+    constants = {**{k: _to_numpy(a) for k, a in graph.constants.items()}, **ctx.constants}
+    ctx.nodes[:0] = [helper.make_node("Constant", [], [name], name=f"c_{name}",
+                                      value=numpy_helper.from_array(np.ascontiguousarray(a)))
+                     for name, a in constants.items() if name in used]
     inputs = [helper.make_tensor_value_info(
         name, helper.np_dtype_to_tensor_dtype(np.dtype(graph.dtypes[value])),
         [d if isinstance(d, str) else int(d) for d in shape])

@@ -13,6 +13,7 @@ from . import (
     geometric,
     graph,
     layers,
+    onnx_graph,
     recurrent,
     transformer,
 )
@@ -29,6 +30,7 @@ _STRUCTURAL = (
     (causal_lm, ("CausalTransformer",)),
     (geometric, geometric.LAYERS),
     (capsules, capsules.LAYERS),
+    (onnx_graph, ("OnnxGraph",)),
 )
 
 
