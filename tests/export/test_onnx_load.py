@@ -166,14 +166,14 @@ def test_damaged_files_are_checkpoint_errors(tmp_path):
 
 
 class _Maths(nn.Module):
-    """Elementwise functions, reductions, arg picks and an Lp pool in one graph."""
+    """Elementwise functions, reductions, arg picks, a cast and an Lp pool in one graph."""
 
     def forward(self, x):
         y = x.asin() + x.acos() * x.atan() + x.tan() - x.sinh() + x.cosh() + x.asinh()
         y = y + x.atanh() + (x + 2.0).acosh() + dlfree.nn.functional.hardswish(x * 4)
         pooled = dlfree.nn.functional.lp_pool1d(x.abs(), 2, 2)
         picks = x.argmin(-1, keepdim=True) + x.argmax(-1, keepdim=True)
-        return y.logsumexp(-1), pooled, picks
+        return y.logsumexp(-1), pooled, picks, (x > 0).to(dlfree.float32).sum(-1)
 
 
 def test_maths_ops_round_trip_against_onnx_runtime():
@@ -188,7 +188,7 @@ def test_maths_ops_round_trip_against_onnx_runtime():
         x = dlfree.rand(batch, 8) * 1.8 - 0.9
         want = session.run(None, {"input_0": x.numpy()})
         got = loaded(x)
-        assert len(got) == len(want) == 3
+        assert len(got) == len(want) == 4
         for g, w in zip(got, want, strict=True):
             assert np.asarray(g).dtype == w.dtype
             np.testing.assert_allclose(np.asarray(g), w, rtol=1e-5, atol=1e-5)

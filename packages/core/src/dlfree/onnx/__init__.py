@@ -18,6 +18,7 @@ def converters() -> dict:
     """The core's converters by op name, what the core's plugin registers."""
     from .ops_layers import CONVERTERS as layers
     from .ops_math import CONVERTERS as math
+    from .ops_quant import CONVERTERS as quant
     from .ops_shape import CONVERTERS as shape
 
-    return {**math, **shape, **layers}
+    return {**math, **shape, **layers, **quant}

@@ -1,6 +1,8 @@
 """Quantization: observers that choose int8 scale/zero-point as torch.ao.quantization does,
-and fake quantization with straight-through gradients for quantization-aware training."""
+fake quantization with straight-through gradients for quantization-aware training, and the
+dynamically quantized Linear product."""
 
+from dlfree.quantization.dynamic import dynamic_quantized_linear
 from dlfree.quantization.fake_quantize import (
     fake_quantize_per_channel_affine,
     fake_quantize_per_tensor_affine,
@@ -12,6 +14,7 @@ from dlfree.quantization.observers import (
 )
 
 __all__ = [
+    "dynamic_quantized_linear",
     "MinMaxObserver",
     "MovingAverageMinMaxObserver",
     "PerChannelMinMaxObserver",

@@ -26,6 +26,12 @@ class FakeQuantize(Function):
     value lies in [qmin, qmax] and zero elsewhere. `scale`/`zero_point` arrive broadcastable
     to x (one value, or one per channel)."""
 
+    @classmethod
+    def data_attributes(cls, params: dict) -> list:
+        """None: scale and zero_point are the quantizer's state, not values computed from
+        the input, so a traced graph rightly keeps them (and exports them as QDQ nodes)."""
+        return []
+
     def forward(self, x, scale, zero_point, quant_min, quant_max):
         xp = self.xp
         inv = (xp.float32(1.0) / scale).astype(x.dtype)

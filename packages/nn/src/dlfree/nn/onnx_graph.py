@@ -10,6 +10,7 @@ import math
 
 import dlfree as dl
 from dlfree import functional as F
+from dlfree.dtypes import from_np
 from dlfree.errors import ExportError
 from dlfree.ops.recurrent import recurrence
 
@@ -285,10 +286,59 @@ def _constant_of_shape(inputs, attrs):
     return dl.tensor(np.full(_ints(inputs[0]), value.reshape(-1)[0], dtype=value.dtype))
 
 
+_INT_RANGES = {"int8": (-128, 127), "uint8": (0, 255), "int32": (-2**31, 2**31 - 1)}
+
+
+def _per_axis(t, x, attrs):
+    """A quantization scale or zero point shaped to broadcast against x along `axis`."""
+    if t.ndim == 0:
+        return t
+    shape = [1] * x.ndim
+    shape[attrs.get("axis", 1) % x.ndim] = -1
+    return t.reshape(*shape)
+
+
+def _quantize_linear(inputs, attrs):
+    x, scale = inputs[0], inputs[1]
+    zero = inputs[2] if len(inputs) > 2 and inputs[2] is not None else \
+        dl.zeros((), dtype=dl.uint8)
+    low, high = _INT_RANGES[np.dtype(zero._data.dtype).name]
+    q = (x / _per_axis(scale, x, attrs)).round() + _per_axis(zero, x, attrs).to(x.dtype)
+    return q.clamp(low, high).to(zero.dtype)
+
+
+def _dequantize_linear(inputs, attrs):
+    q, scale = inputs[0], inputs[1]
+    zero = inputs[2] if len(inputs) > 2 and inputs[2] is not None else None
+    x = q.to(scale.dtype)
+    if zero is not None:
+        x = x - _per_axis(zero, q, attrs).to(scale.dtype)
+    return x * _per_axis(scale, q, attrs)
+
+
+def _dynamic_quantize_linear(inputs, attrs):
+    x = inputs[0]
+    low = dl.minimum(x.amin(), dl.zeros((), dtype=x.dtype))
+    high = dl.maximum(x.amax(), dl.zeros((), dtype=x.dtype))
+    scale = (high - low) / 255
+    scale = dl.where(scale == 0, dl.ones((), dtype=x.dtype), scale)
+    zero = (-low / scale).round().clamp(0, 255).to(dl.uint8)
+    return _quantize_linear([x, scale, zero], {}), scale, zero
+
+
+def _matmul_integer(inputs, attrs):
+    a, b = inputs[0].to(dl.int32), inputs[1].to(dl.int32)
+    if len(inputs) > 2 and inputs[2] is not None:
+        a = a - inputs[2].to(dl.int32)
+    if len(inputs) > 3 and inputs[3] is not None:
+        b = b - inputs[3].to(dl.int32)
+    return a @ b
+
+
 def _cast(inputs, attrs):
     from onnx import helper
 
-    return inputs[0].to(dl.dtype(np.dtype(helper.tensor_dtype_to_np_dtype(attrs["to"])).name))
+    return inputs[0].to(from_np(np.dtype(helper.tensor_dtype_to_np_dtype(attrs["to"]))))
 
 
 def _shape(inputs, attrs):
@@ -367,6 +417,8 @@ _OPS = {
     "BitwiseXor": lambda i, a: i[0] ^ i[1], "BitwiseNot": lambda i, a: ~i[0],
     "ReduceLogSumExp": _reduce(lambda x, d, k: x.logsumexp(d, keepdim=k)),
     "LpPool": _lp_pool,
+    "QuantizeLinear": _quantize_linear, "DequantizeLinear": _dequantize_linear,
+    "DynamicQuantizeLinear": _dynamic_quantize_linear, "MatMulInteger": _matmul_integer,
 }
 
 
@@ -438,10 +490,7 @@ class OnnxGraph(Module):
         self._names: dict[str, str] = {}
         for init in graph.initializer:
             array = numpy_helper.to_array(init)
-            attr = "p_" + "".join(c if c.isalnum() else "_" for c in init.name)
-            while attr in self._names.values():
-                attr += "_"
-            self._names[init.name] = attr
+            attr = self._attribute_for(init.name)
             if array.dtype.kind == "f":
                 self.register_parameter(attr, Parameter(dl.tensor(array.copy())))
             else:
@@ -449,8 +498,22 @@ class OnnxGraph(Module):
         initialized = set(self._names)
         self.input_names = [i.name for i in graph.input if i.name not in initialized]
         self.output_names = [o.name for o in graph.output]
-        self._nodes = [(n.op_type, list(n.input), list(n.output), _attrs(n))
-                       for n in graph.node]
+        self._nodes = []
+        for n in graph.node:  # Constant nodes become buffers, made once
+            if n.op_type == "Constant":
+                attr = self._attribute_for(n.output[0])
+                self.register_buffer(attr, _constant([], _attrs(n)))
+            else:
+                self._nodes.append((n.op_type, list(n.input), list(n.output), _attrs(n)))
+
+    def _attribute_for(self, name: str) -> str:
+        """The attribute holding ONNX value `name`: "p_" and the name, dots as
+        underscores."""
+        attr = "p_" + "".join(c if c.isalnum() else "_" for c in name)
+        while attr in self._names.values():
+            attr += "_"
+        self._names[name] = attr
+        return attr
 
     def forward(self, *inputs):
         if len(inputs) != len(self.input_names):

@@ -7,7 +7,7 @@ from __future__ import annotations
 import dlfree as dl
 from dlfree import functional as F
 from dlfree.quantization import MinMaxObserver
-from dlfree.quantization.observers import qparams
+from dlfree.quantization.dynamic import dynamic_quantized_linear
 
 import numpy as np
 
@@ -91,7 +91,8 @@ QAT_MODULES = {Linear: QATLinear, Conv1d: QATConv1d, Conv2d: QATConv2d, Conv3d: 
 class DynamicQuantizedLinear(Module):
     """Linear with an int8 weight (per-tensor symmetric) whose input is quantized to quint8
     at each call from that input's own range (reduce_range, as torch's fbgemm kernels): the
-    product is computed on the integers and rescaled to float, as torch's dynamic Linear."""
+    product is computed on the integers and rescaled to float, as torch's dynamic Linear.
+    `weight_int8` and `bias` are buffers, so the state_dict holds the quantized weight."""
 
     def __init__(self, mod: Linear):
         super().__init__()
@@ -100,21 +101,14 @@ class DynamicQuantizedLinear(Module):
         obs = MinMaxObserver(dtype="qint8", qscheme="per_tensor_symmetric")
         obs(w)
         scale, _ = obs.calculate_qparams()
-        self.weight_scale = scale
-        self.weight_int8 = np.clip(np.rint(w * (np.float32(1) / scale)), -128, 127).astype(np.int8)
-        self.bias = None if mod.bias is None else mod.bias.detach().numpy().copy()
+        self.weight_scale = float(scale)
+        self.register_buffer("weight_int8", dl.tensor(
+            np.clip(np.rint(w * (np.float32(1) / scale)), -128, 127).astype(np.int8)))
+        self.register_buffer("bias", None if mod.bias is None else mod.bias.detach().clone())
 
     def forward(self, input):
-        x = input.detach().numpy()
-        lo, hi = (x.min(), x.max()) if x.size else (0.0, 0.0)
-        sx, zx = qparams(lo, hi, 0, 127, False, "quint8")
-        q = np.clip(np.rint(x * (np.float32(1) / sx)) + zx, 0, 127).astype(np.int64)
-        acc = (q - zx) @ self.weight_int8.astype(np.int64).T
-        y = (acc * (np.float64(sx) * np.float64(self.weight_scale))).astype(np.float32)
-        if self.bias is not None:
-            y = y + self.bias
-        return dl.tensor(y)
+        return dynamic_quantized_linear(input, self.weight_int8, self.weight_scale, self.bias)
 
     def extra_repr(self) -> str:
         return (f"in_features={self.in_features}, out_features={self.out_features}, "
-                f"weight_scale={float(self.weight_scale):.6g}, dtype=qint8")
+                f"weight_scale={self.weight_scale:.6g}, dtype=qint8")
