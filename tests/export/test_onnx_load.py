@@ -113,7 +113,7 @@ def test_a_model_torch_exported_loads_and_matches_torch():
         np.testing.assert_allclose(np.asarray(got.detach()), want, rtol=1e-5, atol=1e-6)
 
 
-def test_a_loaded_model_fine_tunes():
+def test_a_loaded_model_fine_tunes_and_saves(tmp_path):
     dlfree.manual_seed(0)
     model = nn.Sequential(nn.Linear(4, 16), nn.Tanh(), nn.Linear(16, 1))
     loaded = _round_trip(model.eval(), dlfree.randn(2, 4), dynamic_axes={"input_0": {0: "b"}})
@@ -131,11 +131,18 @@ def test_a_loaded_model_fine_tunes():
         optimizer.step()
         losses.append(loss.item())
     assert losses[-1] < 0.5 * losses[0]
-    # the state_dict saves and restores like any module's
-    state = loaded.state_dict()
+    # the tuned weights save as a state_dict file and restore into a fresh load
+    dlfree.save(loaded.state_dict(), tmp_path / "tuned.safetensors")
     fresh = _round_trip(model, dlfree.randn(2, 4), dynamic_axes={"input_0": {0: "b"}})
-    fresh.load_state_dict(state)
+    fresh.load_state_dict(dlfree.load(tmp_path / "tuned.safetensors"))
     np.testing.assert_array_equal(np.asarray(fresh(x).detach()), np.asarray(loaded(x).detach()))
+    # the tuned model exports to ONNX again; a whole-model file is refused, saying so
+    again = _round_trip(loaded.eval(), dlfree.randn(2, 4), dynamic_axes={"input_0": {0: "b"}})
+    np.testing.assert_allclose(np.asarray(again(x).detach()), np.asarray(loaded(x).detach()),
+                               rtol=1e-6, atol=1e-6)
+    with pytest.raises(CheckpointError, match=r"saved as ONNX: dl.onnx.export"):
+        dlfree.save(loaded, tmp_path / "tuned.dlf")
+    assert not (tmp_path / "tuned.dlf").exists()
 
 
 def _model(node, inputs, outputs):

@@ -11,7 +11,7 @@ import math
 import dlfree as dl
 from dlfree import functional as F
 from dlfree.dtypes import from_np
-from dlfree.errors import ExportError
+from dlfree.errors import CheckpointError, ExportError
 from dlfree.ops.recurrent import recurrence
 
 import numpy as np
@@ -505,6 +505,16 @@ class OnnxGraph(Module):
                 self.register_buffer(attr, _constant([], _attrs(n)))
             else:
                 self._nodes.append((n.op_type, list(n.input), list(n.output), _attrs(n)))
+
+    def get_config(self) -> dict:
+        """Refused: a model file rebuilds a module from JSON-sized arguments, and an
+        OnnxGraph's argument is the ONNX model itself, whose file format is the one to keep it
+        in."""
+        raise CheckpointError(
+            "dl.save: an OnnxGraph (a module loaded from ONNX) is saved as ONNX: "
+            "dl.onnx.export(module, example_inputs, path); or save its weights with "
+            "dl.save(module.state_dict(), path) and load them into dl.onnx.load(original) "
+            "with load_state_dict")
 
     def _attribute_for(self, name: str) -> str:
         """The attribute holding ONNX value `name`: "p_" and the name, dots as
