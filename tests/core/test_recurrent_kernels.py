@@ -1,7 +1,7 @@
-"""The LSTM's buffered time loop (ops/lstm_kernel.py): it agrees with the generic step-by-step
-recurrence it replaces, its gradients pass a float64 finite-difference check in both
-directions with and without a hidden bias, and a change to its output, which its backward
-reads, is caught."""
+"""The buffered time loops of the LSTM (ops/lstm_kernel.py) and the GRU (ops/gru_kernel.py):
+each agrees with the generic step-by-step recurrence it replaces, its gradients pass a
+float64 finite-difference check in both directions with and without a hidden bias, and a
+change to its output, which its backward reads, is caught."""
 
 import dlfree as dl
 from dlfree.autograd.gradcheck import gradcheck
@@ -13,40 +13,74 @@ import numpy as np
 import pytest
 
 T, B, H = 5, 3, 4
+GATES = {"LSTM": 4, "GRU": 3}
 
 
-def _inputs(dtype=np.float64, seed=0):
+def _inputs(mode, dtype=np.float64, seed=0):
+    """xs, h0, c0 (None for a GRU), W_hh and b_hh of one layer-direction."""
     rng = np.random.default_rng(seed)
-    return [dl.tensor(rng.standard_normal(shape).astype(dtype), requires_grad=True)
-            for shape in ((T, B, 4 * H), (B, H), (B, H), (4 * H, H), (4 * H,))]
+    g = GATES[mode] * H
+    shapes = ((T, B, g), (B, H), (B, H) if mode == "LSTM" else None, (g, H), (g,))
+    return [None if shape is None else
+            dl.tensor(rng.standard_normal(shape).astype(dtype), requires_grad=True)
+            for shape in shapes]
 
 
+def _kernel_forward(mode, xs, h0, c0, w_hh, b_hh, reverse):
+    if mode == "LSTM":
+        return recurrent.lstm_forward(np, xs, h0, c0, w_hh, b_hh, reverse)[0]
+    return recurrent.gru_forward(np, xs, h0, w_hh, b_hh, reverse)[0]
+
+
+@pytest.mark.parametrize("mode", ["LSTM", "GRU"])
 @pytest.mark.parametrize("reverse", [False, True])
-def test_forward_matches_the_generic_recurrence(reverse):
-    xs, h0, c0, w_hh, b_hh = (t.detach().numpy() for t in _inputs(np.float32))
-    out, _, _ = recurrent.lstm_forward(np, xs, h0, c0, w_hh, b_hh, reverse)
+def test_forward_matches_the_generic_recurrence(mode, reverse):
+    xs, h0, c0, w_hh, b_hh = (None if t is None else t.detach().numpy()
+                              for t in _inputs(mode, np.float32))
+    out = _kernel_forward(mode, xs, h0, c0, w_hh, b_hh, reverse)
     weights = recurrent._Weights(w_hh, b_hh, None)
-    hs, cs, _ = recurrent._run(recurrent._ArrayMath(np), "LSTM", xs, h0, c0, weights, reverse)
+    hs, cs, _ = recurrent._run(recurrent._ArrayMath(np), mode, xs, h0, c0, weights, reverse)
     if reverse:
         hs, cs = hs[::-1], cs[::-1]
-    np.testing.assert_allclose(out, np.concatenate([np.stack(hs), np.stack(cs)], -1),
-                               rtol=1e-5, atol=1e-6)
+    want = np.stack(hs) if c0 is None else np.concatenate([np.stack(hs), np.stack(cs)], -1)
+    np.testing.assert_allclose(out, want, rtol=1e-5, atol=1e-6)
 
 
+@pytest.mark.parametrize("mode", ["LSTM", "GRU"])
 @pytest.mark.parametrize("reverse", [False, True])
 @pytest.mark.parametrize("bias", [True, False])
-def test_gradients_pass_gradcheck(reverse, bias):
-    xs, h0, c0, w_hh, b_hh = _inputs()
+def test_gradients_pass_gradcheck(mode, reverse, bias):
+    xs, h0, c0, w_hh, b_hh = _inputs(mode)
 
-    def fn(xs, h0, c0, w_hh, *b):
-        return recurrence("LSTM", xs, h0, c0, w_hh, b[0] if b else None, None, reverse)
+    def fn(xs, h0, w_hh, *rest):
+        rest = list(rest)
+        c = rest.pop(0) if mode == "LSTM" else None
+        return recurrence(mode, xs, h0, c, w_hh, rest[0] if rest else None, None, reverse)
 
-    assert gradcheck(fn, [xs, h0, c0, w_hh] + ([b_hh] if bias else []))
+    args = [xs, h0, w_hh] + ([c0] if c0 is not None else []) + ([b_hh] if bias else [])
+    assert gradcheck(fn, args)
 
 
-def test_changing_the_output_in_place_is_caught():
-    xs, h0, c0, w_hh, b_hh = _inputs()
-    out = recurrence("LSTM", xs, h0, c0, w_hh, b_hh, None, False)
+@pytest.mark.parametrize("mode", ["LSTM", "GRU"])
+def test_the_kernel_backward_matches_the_generic_one(mode):
+    """The kernel's array backward and the replayed differentiable loop (create_graph) give
+    the same gradients."""
+    inputs = _inputs(mode)
+    args = [t for t in inputs if t is not None]
+
+    def grads(create_graph):
+        out = recurrence(mode, *inputs, None, False)
+        weight = dl.tensor(np.random.default_rng(1).standard_normal(out.shape))
+        return dl.autograd.grad((out * weight).sum(), args, create_graph=create_graph)
+
+    for fast, replayed in zip(grads(False), grads(True), strict=True):
+        np.testing.assert_allclose(fast.numpy(), replayed.detach().numpy(), rtol=1e-10,
+                                   atol=1e-12)
+
+
+@pytest.mark.parametrize("mode", ["LSTM", "GRU"])
+def test_changing_the_output_in_place_is_caught(mode):
+    out = recurrence(mode, *_inputs(mode), None, False)
     out.mul_(2)
     with pytest.raises(AutogradError, match="modified by an in-place operation"):
         out.sum().backward()

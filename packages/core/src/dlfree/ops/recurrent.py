@@ -13,6 +13,7 @@ from ..autograd.function import Function
 from ..autograd.grad_mode import STATE
 from ..tensor import Tensor
 from .elementwise import relu, sigmoid, tanh
+from .gru_kernel import gru_backward, gru_forward
 from .lstm_kernel import lstm_backward, lstm_forward
 from .shape import cat, stack
 
@@ -197,8 +198,9 @@ class Recurrence(Function):
     arithmetic; backward runs it in reverse and builds each weight gradient with one GEMM
     over all steps. Under create_graph the loop is replayed and differentiated with Tensor
     ops instead, so the gradients are themselves differentiable. Under autocast it computes
-    in float16, as torch's RNN cells and cuDNN's RNN do. An LSTM without projection runs
-    ops/lstm_kernel.py's loop instead, which writes into buffers made once per sequence.
+    in float16, as torch's RNN cells and cuDNN's RNN do. An LSTM without projection and a
+    GRU run ops/lstm_kernel.py's and ops/gru_kernel.py's loops instead, which write into
+    buffers made once per sequence.
     """
 
     autocast = "lower"
@@ -207,12 +209,16 @@ class Recurrence(Function):
         self.saves = tuple(range(3 + len(rest)))
         self.mode, self.bias, self.proj, self.reverse = mode, bias, proj, reverse
         c0, weights = self._unpack(w_hh, rest)
-        if mode == "LSTM" and weights.hr is None:
-            out, gates, tanh_c = lstm_forward(self.xp, xs, h0, c0, w_hh, weights.b_hh, reverse)
+        if mode in ("LSTM", "GRU") and weights.hr is None:
+            if mode == "LSTM":
+                out, *kept = lstm_forward(self.xp, xs, h0, c0, w_hh, weights.b_hh, reverse)
+            else:
+                out, *kept = gru_forward(self.xp, xs, h0, w_hh, weights.b_hh, reverse)
             if self.needs_input_grad:
-                # backward reads every step's h and c from the output: keep it, version-checked
+                # backward reads every step's h (and c) from the output: keep it,
+                # version-checked
                 self.save_output = True
-                self.kernel = gates, tanh_c
+                self.kernel = kept
             return out
         m = _ArrayMath(self.xp)
         run = _run(m, mode, xs, h0, c0, weights, reverse)
@@ -237,8 +243,14 @@ class Recurrence(Function):
         c0, weights = self._unpack(w_hh, rest)
         width = h0.shape[-1]
         if output is not None and not STATE.enabled:
-            grads = lstm_backward(self.xp, g._data, output._data, *self.kernel, h0._data,
-                                  c0._data, w_hh._data, self.bias, self.reverse)
+            if self.mode == "LSTM":
+                grads = lstm_backward(self.xp, g._data, output._data, *self.kernel, h0._data,
+                                      c0._data, w_hh._data, self.bias, self.reverse)
+            else:
+                d_xs, d_hh, d_h0, d_b_hh = gru_backward(
+                    self.xp, g._data, output._data, *self.kernel, h0._data, w_hh._data,
+                    self.bias, self.reverse)
+                grads = d_xs, d_hh, d_h0, None, d_b_hh
             grads = tuple(None if a is None else Tensor._make(a, self.device)
                           for a in grads) + (None,)  # no projection
         elif STATE.enabled:
