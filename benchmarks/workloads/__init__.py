@@ -43,6 +43,7 @@ from . import (
     gated_routing,
     gcn_step,
     gpt_generation,
+    gru_step,
     iterative_refine,
     lamb_step,
     lstm_step,
@@ -63,4 +64,4 @@ WORKLOADS = {module.NAME: module
                             gcn_step, gat_step, dashboard_idle, residual_tower, gated_routing,
                             iterative_refine, feedback_fixed, t5_generation, vit_inference,
                             resnet20_step, char_lm_step, char_lm_generate, norm_gelu,
-                            lstm_step, bert_layer_train)}
+                            lstm_step, gru_step, bert_layer_train)}

@@ -25,11 +25,19 @@ PLANS = {"full": Plan(rounds=11, iterations=3, warmup=2),
 
 STEPS, BATCH, INPUT, HIDDEN, LAYERS = 64, 32, 128, 256, 2
 LR = 0.1
-# the gate GEMMs, forward (2 * rows * 4H * (in + H) per layer) and twice that backward
-FLOPS = 3 * 2 * STEPS * BATCH * 4 * HIDDEN * ((INPUT + HIDDEN) + (HIDDEN + HIDDEN))
+GATES = {"LSTM": 4, "GRU": 3}  # gate blocks per layer; workloads/gru_step.py runs the GRU
 
 
-def _problem():
+def flops(kind: str) -> int:
+    """The gate GEMMs, forward (2 * rows * gates * H * (in + H) per layer) and twice that
+    backward."""
+    return 3 * 2 * STEPS * BATCH * GATES[kind] * HIDDEN * ((INPUT + HIDDEN) + (HIDDEN + HIDDEN))
+
+
+FLOPS = flops("LSTM")
+
+
+def _problem(kind="LSTM"):
     """Input (T, B, INPUT), target (T, B, HIDDEN) and, per layer, weight_ih, weight_hh,
     bias_ih, bias_hh drawn as torch draws them, U(-1/sqrt(H), 1/sqrt(H))."""
     rng = np.random.default_rng(0)
@@ -38,18 +46,19 @@ def _problem():
     bound, params = 1 / math.sqrt(HIDDEN), []
     for layer in range(LAYERS):
         fan_in = INPUT if layer == 0 else HIDDEN
-        for shape in ((4 * HIDDEN, fan_in), (4 * HIDDEN, HIDDEN), (4 * HIDDEN,), (4 * HIDDEN,)):
+        width = GATES[kind] * HIDDEN
+        for shape in ((width, fan_in), (width, HIDDEN), (width,), (width,)):
             params.append(rng.uniform(-bound, bound, shape).astype(np.float32))
     return (x, target), None, params
 
 
-def _build(framework, tensor):
-    """An LSTM of `framework` (dlfree or torch, same API) holding `_problem`'s weights,
-    and the step with that framework's SGD."""
+def build(framework, tensor, kind="LSTM"):
+    """An LSTM or GRU (`kind`) of `framework` (dlfree or torch, same API) holding
+    `_problem`'s weights, and the step with that framework's SGD."""
     F, nn, optim = framework.nn.functional, framework.nn, framework.optim
-    (x_np, target_np), _, params_np = _problem()
+    (x_np, target_np), _, params_np = _problem(kind)
     x, target = tensor(x_np), tensor(target_np)
-    lstm = nn.LSTM(INPUT, HIDDEN, LAYERS)
+    lstm = getattr(nn, kind)(INPUT, HIDDEN, LAYERS)
     params = list(lstm.parameters())
     with framework.no_grad():
         for p, value in zip(params, params_np, strict=True):
@@ -73,14 +82,14 @@ def build_dlfree():
     import dlfree.nn
     import dlfree.optim  # noqa: F401
 
-    return _build(dl, dl.tensor)
+    return build(dl, dl.tensor)
 
 
 def build_torch():
     """`torch.nn.LSTM` and `torch.optim.SGD`."""
     import torch
 
-    return _build(torch, torch.from_numpy)
+    return build(torch, torch.from_numpy)
 
 
 BUILDERS = {"dlfree": build_dlfree, "torch": build_torch}
