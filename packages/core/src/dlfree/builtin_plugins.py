@@ -12,10 +12,17 @@ def dlfree_register_backends(register):
     register(CupyBackend)
 
 
-
 @hookimpl
 def dlfree_register_onnx_ops(register):
     from .onnx import converters
 
     for name, convert in converters().items():
         register(convert, name)
+
+
+@hookimpl
+def dlfree_register_commands(cli):
+    # Imported here: building the `dlfree` command's parser must stay cheap.
+    from .onnx.command import register_commands
+
+    register_commands(cli)

@@ -1,8 +1,10 @@
-"""The `dlfree hf` commands: `info` (what a checkpoint holds), `embed` (sentence vectors) and
-`generate` (continue a prompt), added to the `dlfree` command by the plugin hook."""
+"""The `dlfree hf` commands: `info` (what a checkpoint holds), `embed` (sentence vectors),
+`generate` (continue a prompt) and `export-onnx` (a text model as an ONNX file), added to the
+`dlfree` command by the plugin hook."""
 
 from __future__ import annotations
 
+import argparse
 import functools
 import json
 import os
@@ -22,10 +24,11 @@ _SUMMARY_FIELDS = ("vocab_size", "hidden_size", "num_hidden_layers", "num_attent
 
 def register_commands(cli) -> None:
     """Add `hf` and its subcommands to the `dlfree` command's subparsers."""
-    hf = cli.add_parser("hf", help="HuggingFace checkpoints: info, embed, generate",
+    hf = cli.add_parser("hf", help="HuggingFace checkpoints: info, embed, generate, export-onnx",
                         description="Inspect and run HuggingFace checkpoints (a local folder "
                                     "or a hub repo id).")
-    sub = hf.add_subparsers(dest="hf_command", metavar="{info,embed,generate}", required=True)
+    sub = hf.add_subparsers(dest="hf_command", metavar="{info,embed,generate,export-onnx}",
+                            required=True)
 
     info = sub.add_parser("info", help="architecture, parameter count and dtype of a checkpoint")
     info.add_argument("path", help="checkpoint folder or hub repo id")
@@ -58,6 +61,47 @@ def register_commands(cli) -> None:
     generate.add_argument("--seed", type=int, default=None,
                           help="seed for sampling, for a reproducible run")
     generate.set_defaults(func=cmd_generate)
+    _add_export_onnx(sub)
+
+
+_EXPORT_DESCRIPTION = """\
+Write a text model as an ONNX model with the inputs input_ids and attention_mask (int64,
+shape (batch, sequence), both axes dynamic, named "batch" and "sequence") and the tensors of
+the model's output as outputs, under their field names: last_hidden_state (and
+pooler_output) for the base model, logits for the LM and classification heads, start_logits
+and end_logits for question answering. The model is traced at --batch-size sequences of
+--sequence-length tokens; the graph takes any batch and length. The file is written
+atomically: a failed export leaves no partial file. Bad input ends with a message on stderr
+and exit status 1 (2 for a flag that does not parse).
+
+example:
+  dlfree hf export-onnx ./gpt2-folder gpt2.onnx --task causal-lm"""
+
+
+def _add_export_onnx(sub) -> None:
+    export = sub.add_parser("export-onnx", help="a text model as an ONNX file (input_ids and "
+                                                "attention_mask in, batch and sequence dynamic)",
+                            description=_EXPORT_DESCRIPTION,
+                            formatter_class=argparse.RawDescriptionHelpFormatter)
+    export.add_argument("path", help="checkpoint folder or hub repo id")
+    export.add_argument("out", metavar="OUT", help="the ONNX file to write, e.g. model.onnx")
+    export.add_argument("--task", default="base",
+                        help="the model to export, as the family has it: base (hidden states, "
+                             "the default), causal-lm, masked-lm, sequence-classification, "
+                             "token-classification, question-answering")
+    export.add_argument("--batch-size", type=_positive, default=2,
+                        help="the batch traced at (default 2)")
+    export.add_argument("--sequence-length", type=_positive, default=16,
+                        help="the number of tokens traced at (default 16)")
+    export.add_argument("--opset", type=int, default=17,
+                        help="the ONNX opset to write, 17 to 21 (default 17)")
+    export.set_defaults(func=cmd_export_onnx)
+
+
+def _positive(text: str) -> int:
+    if not text.isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a positive whole number")
+    return int(text)
 
 
 def _reports_errors(command):
@@ -227,4 +271,36 @@ def cmd_generate(args) -> int:
     printer = _Printer(tokenizer, [] if seq2seq else ids[0].tolist(), sys.stdout)
     model.generate(ids, mask, streamer=printer, **settings)
     printer.finish()
+    return 0
+
+
+# ---------------------------------------------------------------- export-onnx
+def _exportable(model_type: str, task: str):
+    """The model class `--task` names in the family, or an error listing the valid tasks."""
+    from .onnx_export import exportable_heads
+
+    heads = {head.replace("_", "-"): cls for head, cls in exportable_heads(model_type).items()}
+    if task not in heads:
+        valid = ", ".join(sorted(heads)) or "none (export-onnx writes models that read "\
+            "input_ids and attention_mask)"
+        raise ValueError(f"--task {task}: the {model_type!r} family has no such model to "
+                         f"export; valid: {valid}")
+    return heads[task]
+
+
+@_reports_errors
+def cmd_export_onnx(args) -> int:
+    from dlfree.onnx.command import check_output_path, summary
+
+    from .auto import AutoConfig
+    from .hub import resolve_folder
+    from .onnx_export import export_onnx
+
+    check_output_path(args.out)
+    folder = resolve_folder(args.path)
+    config = AutoConfig.from_pretrained(folder)
+    model = _exportable(config.model_type, args.task).from_pretrained(folder, config=config)
+    proto = export_onnx(model, args.out, batch_size=args.batch_size,
+                        sequence_length=args.sequence_length, opset_version=args.opset)
+    print(summary(proto, args.out))
     return 0
