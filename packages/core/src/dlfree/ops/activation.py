@@ -10,13 +10,17 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
+
 from ..autograd.autocasting import autocast_policy
 from ..autograd.function import Function
+from ..autograd.grad_mode import STATE
 from ..backends import special
 from ..backends.base import Backend
 from ..errors import ShapeError
 from ..tensor import Tensor
 from ._util import normalize_dim
+from .elementwise import sigmoid_kernel
 from .elementwise import exp, sigmoid, tanh, where
 from .elementwise import relu as _relu
 from .inplace import apply_inplace
@@ -146,20 +150,32 @@ def _softplus_kernel(xp, x):
     return xp.maximum(x, 0) + xp.log1p(xp.exp(-xp.abs(x)))
 
 
-def _sigmoid_kernel(xp, x):
-    e = xp.exp(-xp.abs(x))
-    return xp.where(x >= 0, 1 / (1 + e), e / (1 + e))
-
-
 class Silu(_Pointwise):
+    """x * sigmoid(x), forward and backward as in-place passes over one array each; under
+    create_graph the backward is Tensor ops, so that it is differentiable again."""
+
     @staticmethod
     def kernel(be, x):
-        return x * _sigmoid_kernel(be.xp, x)
+        xp = be.xp
+        out = xp.negative(x, out=xp.empty_like(x))  # an array even for 0-d input
+        with np.errstate(over="ignore"):  # exp(-x) = inf where the result is -0 anyway
+            xp.exp(out, out=out)
+        out += 1
+        return xp.divide(x, out, out=out)
 
-    @staticmethod
-    def derivative(x):
-        s = sigmoid(x)
-        return s * (1 + x * (1 - s))
+    def backward(self, g):
+        (x,) = self.saved_tensors
+        if STATE.enabled:
+            s = sigmoid(x)
+            return (g * (s * (1 + x * (1 - s))),)
+        xp, s = self.xp, sigmoid_kernel(self.xp, x._data)
+        # g * s * (1 + x * (1 - s))
+        out = xp.subtract(1, s, out=xp.empty_like(s))
+        out *= x._data
+        out += 1
+        out *= s
+        out *= g._data
+        return (Tensor._make(out, self.device),)
 
 
 class Mish(_Pointwise):

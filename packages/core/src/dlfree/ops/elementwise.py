@@ -11,6 +11,8 @@ from __future__ import annotations
 import math
 import numbers
 
+import numpy as np
+
 from .. import dtypes
 from ..autograd.autocasting import autocast_policy
 from ..autograd.function import Function
@@ -629,10 +631,41 @@ _LN2, _LN10 = math.log(2), math.log(10)
 _TWO_OVER_SQRT_PI = 2 / math.sqrt(math.pi)
 
 
-def _sigmoid_kernel(xp, x):
-    # stable on both tails: exp of a non-positive number only
-    e = xp.exp(-xp.abs(x))
-    return xp.where(x >= 0, 1 / (1 + e), e / (1 + e)).astype(x.dtype, copy=False)
+def sigmoid_kernel(xp, x):
+    """1 / (1 + exp(-x)) in four in-place passes over one array. exp(-x) overflows to inf
+    only below x = -88 (float32), where the result is 0 to float32's normal range anyway,
+    so the overflow is expected and silenced (NumPy; CuPy does not warn)."""
+    out = xp.negative(x, out=xp.empty_like(x))  # an array even for 0-d input
+    with np.errstate(over="ignore"):
+        xp.exp(out, out=out)
+    out += 1
+    return xp.reciprocal(out, out=out)
+
+
+def _on_arrays(tensor_grad, array_grad):
+    """A `_unary` gradient that runs `array_grad(xp, g, t)` in place on arrays, or the
+    differentiable `tensor_grad(g, t)` under create_graph."""
+    def grad(g, t):
+        if STATE.enabled:
+            return tensor_grad(g, t)
+        return Tensor._make(array_grad(t._device.xp, g._data, t._data), t._device)
+    return grad
+
+
+def _sigmoid_grad(xp, g, y):
+    """g * (1 - y) * y."""
+    out = xp.subtract(1, y, out=xp.empty_like(y))
+    out *= y
+    out *= g
+    return out
+
+
+def _tanh_grad(xp, g, y):
+    """g * (1 - y * y)."""
+    out = xp.multiply(y, y, out=xp.empty_like(y))
+    xp.subtract(1, out, out=out)
+    out *= g
+    return out
 
 
 exp = _unary("exp", lambda xp, x: xp.exp(x), lambda g, y: g * y,
@@ -669,7 +702,8 @@ sinh = _unary("sinh", lambda xp, x: xp.sinh(x), lambda g, x: g * cosh(x), "Hyper
               autocast="float32")
 cosh = _unary("cosh", lambda xp, x: xp.cosh(x), lambda g, x: g * sinh(x),
               "Hyperbolic cosine.", autocast="float32")
-tanh = _unary("tanh", lambda xp, x: xp.tanh(x), lambda g, y: g * (1 - y * y),
+tanh = _unary("tanh", lambda xp, x: xp.tanh(x),
+              _on_arrays(lambda g, y: g * (1 - y * y), _tanh_grad),
               "Hyperbolic tangent.", uses="y")
 asinh = _unary("asinh", lambda xp, x: xp.arcsinh(x), lambda g, x: g * rsqrt(x * x + 1),
                "Inverse hyperbolic sine.")
@@ -677,7 +711,8 @@ acosh = _unary("acosh", lambda xp, x: xp.arccosh(x), lambda g, x: g * rsqrt(x * 
                "Inverse hyperbolic cosine; NaN below 1.")
 atanh = _unary("atanh", lambda xp, x: xp.arctanh(x), lambda g, x: g / (1 - x * x),
                "Inverse hyperbolic tangent; ±inf at ±1.")
-sigmoid = _unary("sigmoid", _sigmoid_kernel, lambda g, y: g * (1 - y) * y,
+sigmoid = _unary("sigmoid", sigmoid_kernel, _on_arrays(lambda g, y: g * (1 - y) * y,
+                                                       _sigmoid_grad),
                  "1 / (1 + exp(-input)), computed without overflow.", uses="y")
 logsigmoid = _unary(
     "logsigmoid", lambda xp, x: xp.minimum(x, 0) - xp.log1p(xp.exp(-xp.abs(x))),
