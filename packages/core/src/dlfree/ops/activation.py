@@ -20,8 +20,7 @@ from ..backends.base import Backend
 from ..errors import ShapeError
 from ..tensor import Tensor
 from ._util import normalize_dim
-from .elementwise import sigmoid_kernel
-from .elementwise import exp, sigmoid, tanh, where
+from .elementwise import exp, sigmoid, sigmoid_kernel, tanh, where
 from .elementwise import relu as _relu
 from .inplace import apply_inplace
 from .softmax import softmax
