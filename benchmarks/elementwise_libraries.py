@@ -1,0 +1,79 @@
+"""Time dl.free's NumPy activation kernels against numexpr and numba on the same arrays,
+the measurement behind docs/performance.md's "why not numexpr or numba". Either library is
+skipped when it is not installed (neither is a dependency):
+
+    pip install numexpr numba && python benchmarks/elementwise_libraries.py
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import math
+import time
+
+import dlfree as dl
+import dlfree.functional as F
+
+import numpy as np
+
+ROWS, DIM = 4096, 768
+K = np.float32(math.sqrt(2 / math.pi))
+
+
+def _ms(fn, reps: int = 20) -> float:
+    """The median time of `fn()` in milliseconds, after one warm-up call."""
+    fn()
+    times = []
+    for _ in range(reps):
+        start = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - start)
+    return float(np.median(times)) * 1e3
+
+
+def _numpy_cases(x) -> dict:
+    t = dl.tensor(x)
+    return {"tanh-GELU": lambda: F.gelu(t, approximate="tanh"), "SiLU": lambda: F.silu(t),
+            "exact GELU": lambda: F.gelu(t)}
+
+
+def _numexpr_cases(x) -> dict:
+    import numexpr as ne
+
+    out = np.empty_like(x)
+    return {"tanh-GELU": lambda: ne.evaluate("0.5*x*(1+tanh(k*(x+0.044715*x*x*x)))",
+                                             local_dict={"x": x, "k": K}, out=out),
+            "SiLU": lambda: ne.evaluate("x/(1+exp(-x))", local_dict={"x": x}, out=out)}
+
+
+def _numba_cases(x) -> dict:
+    import numba
+
+    @numba.njit(parallel=True)
+    def exact_gelu(x, out):
+        flat, o = x.reshape(-1), out.reshape(-1)
+        for i in numba.prange(flat.size):
+            v = flat[i]
+            o[i] = np.float32(0.5) * v * (np.float32(1) + math.erf(v * np.float32(0.70710678)))
+
+    out = np.empty_like(x)
+    return {"exact GELU": lambda: exact_gelu(x, out)}
+
+
+def main() -> None:
+    x = np.random.default_rng(0).standard_normal((ROWS, DIM), dtype=np.float32)
+    libraries = {"dl.free (NumPy)": _numpy_cases}
+    for name, cases in (("numexpr", _numexpr_cases), ("numba", _numba_cases)):
+        if importlib.util.find_spec(name):
+            libraries[name] = cases
+        else:
+            print(f"{name} is not installed: skipped")
+    print(f"forward on ({ROWS}, {DIM}) float32, median ms, {dl.get_num_threads()} thread(s)")
+    with dl.no_grad():
+        for library, cases in libraries.items():
+            timed = ", ".join(f"{case} {_ms(fn):.2f}" for case, fn in cases(x).items())
+            print(f"  {library}: {timed}")
+
+
+if __name__ == "__main__":
+    main()
