@@ -1,7 +1,7 @@
-"""HuggingFace models through `dlfree.onnx.export`: the shipped MiniLM checkpoint and tiny
-GPT-2 and Llama (grouped key/value heads, rotary positions) run in ONNX Runtime to dl.free's
-outputs within 1e-4, at two batch sizes and two sequence lengths through dynamic axes, with
-padding in the attention mask."""
+"""HuggingFace models through `dlfree.onnx.export`: the shipped MiniLM checkpoint, tiny
+GPT-2 and Llama (grouped key/value heads, rotary positions) and T5's encoder (relative
+position buckets) run in ONNX Runtime to dl.free's outputs within 1e-4, at two batch sizes
+and two sequence lengths through dynamic axes, with padding in the attention mask."""
 
 from __future__ import annotations
 
@@ -50,10 +50,22 @@ def _inputs(batch, length, vocab, seed):
     return dl.tensor(rng.integers(0, vocab, (batch, length))), dl.tensor(mask)
 
 
-@pytest.mark.parametrize("which", ["minilm", "gpt2", "llama"])
+def _tiny_t5_encoder():
+    """T5's encoder with few buckets and a short max distance, so that the sequence lengths
+    tested reach the logarithmic buckets and the last one."""
+    dl.manual_seed(0)
+    config = hf.T5Config(vocab_size=100, d_model=32, d_kv=8, d_ff=64, num_layers=2,
+                         num_heads=4, relative_attention_num_buckets=8,
+                         relative_attention_max_distance=10)
+    return hf.T5EncoderModel(config).eval()
+
+
+@pytest.mark.parametrize("which", ["minilm", "gpt2", "llama", "t5-encoder"])
 def test_model_runs_in_onnx_runtime_at_two_batches_and_lengths(which):
     if which == "minilm":
         model, vocab = hf.AutoModel.from_pretrained(minilm.get_model_path()).eval(), 1000
+    elif which == "t5-encoder":  # relative-position buckets computed in the graph
+        model, vocab = _tiny_t5_encoder(), 100
     else:
         model, vocab = _tiny_decoder(which), 100
     wrapped = _Logits(model).eval()

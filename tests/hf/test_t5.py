@@ -171,8 +171,8 @@ def test_relative_position_buckets_match_transformers():
         expected = transformers.models.t5.modeling_t5.T5Attention._relative_position_bucket(
             torch.as_tensor(relative), bidirectional=bidirectional, num_buckets=32,
             max_distance=128)
-        np.testing.assert_array_equal(relative_position_bucket(relative, bidirectional, 32, 128),
-                                      expected.numpy())
+        ours = relative_position_bucket(dl.tensor(relative), bidirectional, 32, 128)
+        np.testing.assert_array_equal(ours.numpy(), expected.numpy())
 
 
 def test_cached_decoding_equals_the_full_pass(checkpoints):

@@ -105,46 +105,46 @@ class T5Config(PretrainedConfig):
             else self.feed_forward_proj.split("-")[-1]
 
 
-def relative_position_bucket(relative_position: np.ndarray, bidirectional: bool,
-                             num_buckets: int, max_distance: int) -> np.ndarray:
-    """T5's bucket of each relative position (key - query): exact below half the buckets,
-    then logarithmically spaced up to `max_distance`, the last bucket beyond; a
+def relative_position_bucket(relative_position: Tensor, bidirectional: bool,
+                             num_buckets: int, max_distance: int) -> Tensor:
+    """T5's bucket of each relative position (key - query, an int64 Tensor): exact below half
+    the buckets, then logarithmically spaced up to `max_distance`, the last bucket beyond; a
     bidirectional (encoder) attention gives half the buckets to each direction, a causal
     one only sees the past. The logarithm is taken in float32, as transformers does, so the
-    bucket edges agree."""
-    buckets = np.zeros(relative_position.shape, dtype=np.int64)
+    bucket edges agree. Tensor ops throughout, so that a trace records them and an exported
+    graph computes the buckets of each sequence length."""
     if bidirectional:
         num_buckets //= 2
-        buckets += (relative_position > 0) * num_buckets
-        distance = np.abs(relative_position)
+        buckets = (relative_position > 0).to(dl.int64) * num_buckets
+        distance = relative_position.abs()
     else:
-        distance = -np.minimum(relative_position, 0)
+        buckets = dl.zeros_like(relative_position)
+        distance = -relative_position.clamp(max=0)
     max_exact = num_buckets // 2
-    with np.errstate(divide="ignore"):  # log(0) only where the exact bucket is taken
-        scaled = (np.log(distance.astype(np.float32) / np.float32(max_exact))
-                  / np.float32(math.log(max_distance / max_exact))
-                  * np.float32(num_buckets - max_exact))
-    large = max_exact + np.where(distance < max_exact, 0, scaled).astype(np.int64)
-    return buckets + np.where(distance < max_exact, distance, np.minimum(large, num_buckets - 1))
+    # the logarithm's argument kept >= 1: below max_exact its value is not used
+    scaled = ((distance.clamp(min=1).to(dl.float32) / max_exact).log()
+              / math.log(max_distance / max_exact) * (num_buckets - max_exact))
+    large = (scaled.to(dl.int64) + max_exact).clamp(max=num_buckets - 1)
+    return buckets + dl.where(distance < max_exact, distance, large)
 
 
-def _additive(allowed, dtype, device) -> Tensor:
+def _additive(allowed: Tensor, dtype) -> Tensor:
     """A bool mask as 0 where allowed and the dtype's lowest value elsewhere (transformers'
-    form, which stays finite when a row is all padding)."""
-    xp = dl.Device(device).xp
-    lowest = np.finfo(dtype.name).min
-    return dl.as_tensor(xp.where(allowed, 0.0, lowest).astype(dtype.name), device=device)
+    form, which stays finite when a row is all padding); Tensor ops, so a trace follows
+    the mask."""
+    zero = dl.zeros((), dtype=dtype, device=allowed.device)
+    return dl.where(allowed, zero, zero + float(np.finfo(dtype.name).min))
 
 
 def _key_mask(attention_mask, batch: int, keys: int, where: str):
-    """(batch, 1, 1, keys) bool array from a (batch, keys) 0/1 mask, or None."""
+    """(batch, 1, 1, keys) bool Tensor from a (batch, keys) 0/1 mask, or None."""
     if attention_mask is None:
         return None
     mask = attention_mask if isinstance(attention_mask, Tensor) else dl.as_tensor(attention_mask)
     if tuple(mask.shape) != (batch, keys):
         raise dl.ShapeError(f"T5: {where} must be (batch, sequence) = {(batch, keys)} "
                             f"(1 = token, 0 = padding), got {tuple(mask.shape)}")
-    return (mask.array != 0)[:, None, None, :]
+    return (mask != 0).reshape(batch, 1, 1, keys)
 
 
 # ------------------------------------------------------------------------ layers
@@ -170,10 +170,11 @@ class T5Attention(nn.Module):
 
     def position_bias(self, queries: int, keys: int, device) -> Tensor:
         """(1, heads, queries, keys) learned bias of the last `queries` of `keys` positions."""
-        query_at = np.arange(keys - queries, keys)[:, None]
-        buckets = relative_position_bucket(np.arange(keys)[None, :] - query_at,
-                                           not self.causal, self.num_buckets, self.max_distance)
-        values = self.relative_attention_bias(dl.as_tensor(buckets, device=device))
+        query_at = dl.arange(keys - queries, keys, device=device)[:, None]
+        relative = dl.arange(keys, device=device)[None, :] - query_at
+        buckets = relative_position_bucket(relative, not self.causal, self.num_buckets,
+                                           self.max_distance)
+        values = self.relative_attention_bias(buckets)
         return values.permute(2, 0, 1).unsqueeze(0)
 
     def _heads(self, x):
@@ -314,15 +315,16 @@ class T5Stack(nn.Module):
                             "decoder_attention_mask (cached + new tokens)" if self.is_decoder
                             else "attention_mask")
         if self.is_decoder:
-            causal = np.arange(keys)[None, :] <= np.arange(past, keys)[:, None]
-            allowed = causal if allowed is None else allowed & dl.Device(device).xp.asarray(causal)
+            causal = dl.arange(keys, device=device)[None, :] <= \
+                dl.arange(past, keys, device=device)[:, None]
+            allowed = causal if allowed is None else allowed & causal
         if allowed is not None:
-            bias = bias + _additive(allowed, dtype, device)
+            bias = bias + _additive(allowed, dtype)
         cross_bias = None
         if encoder_hidden_states is not None:
             source = _key_mask(encoder_attention_mask, batch, encoder_hidden_states.shape[1],
                                "attention_mask")
-            cross_bias = None if source is None else _additive(source, dtype, device)
+            cross_bias = None if source is None else _additive(source, dtype)
         args = [(bias, encoder_hidden_states, cross_bias, cache, i)
                 for i in range(len(self.block))]
         return run_layers(hidden, self.block, args, self._final, cache, output_hidden_states)
