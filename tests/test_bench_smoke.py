@@ -157,7 +157,8 @@ def test_environment_reports_each_framework(framework):
 
 
 # A workload whose references are neither NumPy nor torch: scipy, which runs, and one
-# that cannot be imported, which run.py must skip with a note.
+# that cannot be imported, which run.py must skip with a note; its figures are the sums
+# that each framework's step returned.
 OTHER_REFERENCES = '''"""Sums of three numbers, timed against unusual references."""
 
 import math
@@ -191,6 +192,10 @@ def build_absent():
 
 
 BUILDERS = {"dlfree": build_dlfree, "scipy": build_scipy, "absent": build_absent}
+
+
+def figures(outputs):
+    return {f"{framework} sum": float(total) for framework, total in outputs.items()}
 '''
 
 
@@ -221,8 +226,10 @@ def test_run_quick_writes_json(tmp_path):
     assert results["machine"]["tuning_variables"]["OPENBLAS_THREAD_TIMEOUT"] == \
         threads.BLAS_IDLE_TIMEOUT
     assert list(results["workloads"]) == ["op_overhead", "other_references"]
-    for result in results["workloads"].values():
-        assert set(result) == {"description", "unit", "plan", "frameworks", "skipped", "ratios"}
+    for name, result in results["workloads"].items():
+        figures = {"figures"} if name == "other_references" else set()
+        assert set(result) == {"description", "unit", "plan", "frameworks", "skipped",
+                               "ratios"} | figures
         rounds = result["plan"]["rounds"]
         for timing in result["frameworks"].values():
             assert set(timing) == {"median_s", "round_medians_s", "environment",
@@ -240,6 +247,9 @@ def test_run_quick_writes_json(tmp_path):
     assert "dlfree_bench_absent_module" in other["skipped"]["absent"]
     assert other["frameworks"]["scipy"]["environment"]["scipy"][0].isdigit()
     assert other["ratios"]["scipy"]["target"] == 1e6 and other["ratios"]["scipy"]["met"]
+    # the figures from what one more step of each framework returned, under the table
+    assert other["figures"] == {"dlfree sum": 6.0, "scipy sum": 6.0}
+    assert "  dlfree sum: 6\n  scipy sum: 6\n" in done.stdout
     # GFLOP/s from the workload's FLOPS, none for op_overhead, which states none
     for timing in other["frameworks"].values():
         assert timing["gflops"] == pytest.approx(2 / timing["median_s"] / 1e9)

@@ -24,6 +24,12 @@ A workload module defines, without importing any framework at module level:
   as a GEMM, forward and backward), the same for every framework and independent of how
   one computes it; a workload without matrix products (norm_gelu) states a nominal count
   per element of each kernel instead. A sweep, which changes the sizes, reports none.
+* `figures(outputs)` (optional): named numbers that the times alone do not tell, such as
+  how closely an approximate framework (int8) follows the exact one. `outputs` maps each
+  framework that ran to what one more `step()` returned, after the timed rounds, so the
+  steps must return picklable values (NumPy arrays); the result, {label: number}, is
+  printed under the table and written with the workload's results ("figures"). They hold
+  at the module's sizes, so a sweep reports none (workloads/onnx_minilm.py).
 
 To add a workload, write such a module and list it below.
 """
