@@ -195,10 +195,10 @@ def format_table(name: str, result: dict) -> str:
     lines = [f"{name}: {result['description']}",
              f"  {plan['rounds']} rounds x {plan['iterations']} iterations, after "
              f"{plan['warmup']} warm-up",
-             f"  {'framework':<16}{'median':>12}{'GFLOP/s':>9}{'faults/it':>11}{'dlfree/x':>11}"
+             f"  {'framework':<18}{'median':>12}{'GFLOP/s':>9}{'faults/it':>11}{'dlfree/x':>11}"
              f"{'range over rounds':>21}{'target':>11}"]
     for fw, timing in result["frameworks"].items():
-        line = f"  {fw:<16}{timing['median_s'] * scale:>9.2f} {unit:<2}"
+        line = f"  {fw:<18}{timing['median_s'] * scale:>9.2f} {unit:<2}"
         gflops, faults = timing.get("gflops"), timing.get("faults_per_iteration")
         line += f"{gflops:>9.1f}" if gflops is not None else f"{'-':>9}"
         line += f"{faults:>11.0f}" if faults is not None else f"{'-':>11}"
@@ -209,7 +209,7 @@ def format_table(name: str, result: dict) -> str:
                 verdict = "met" if ratio["met"] else "MISSED"
                 line += f"   <= {ratio['target']:.2f}x {verdict}"
         lines.append(line)
-    lines += [f"  {fw:<16}skipped: {why}" for fw, why in result["skipped"].items()]
+    lines += [f"  {fw:<18}skipped: {why}" for fw, why in result["skipped"].items()]
     for fw, scaling in result.get("scaling", {}).items():
         lines.append(f"  samples/s scaling {scaling['from_processes']} -> "
                      f"{scaling['processes']} processes: {fw} {scaling['median']:.2f}x")
@@ -236,8 +236,8 @@ def format_libraries(results: dict) -> str:
     for result in results["workloads"].values():
         for fw, timing in result["frameworks"].items():
             seen.setdefault(fw, timing["environment"])
-    return "\n".join(f"{fw:<16}" + ", ".join(f"{k}={v}" for k, v in env.items()
-                                            if k != "blas_config")
+    return "\n".join(f"{fw:<18}" + ", ".join(f"{k}={v}" for k, v in env.items()
+                                              if k != "blas_config")
                      for fw, env in seen.items())
 
 
