@@ -12,6 +12,10 @@ A workload module defines, without importing any framework at module level:
   match. What `step()` returns (the loss, the outputs and gradients, the updated
   parameters or the metric's values) is what tests/test_bench_smoke.py compares;
 * `TARGETS`: reference -> the largest dl.free/reference time ratio the project accepts;
+* `TOLERANCES` (optional): framework -> the largest relative error ||result - reference's||
+  / ||reference's|| (each result in float64) that tests/test_bench_smoke.py accepts from a
+  framework that by design cannot agree to float32 accuracy, such as an int8 model; every
+  other framework must match the REFERENCE element by element to float32 accuracy;
 * `PLANS`: "full" and "quick" -> a `Plan` (how many rounds and iterations);
 * `SCALING` and `PROCESSES` (optional, for workloads run on several processes):
   framework -> the framework that runs the same global batch on fewer processes, and
@@ -56,6 +60,7 @@ from . import (
     minilm_inference,
     mlp_step,
     norm_gelu,
+    onnx_minilm,
     op_overhead,
     residual_tower,
     resnet20_step,
@@ -69,4 +74,4 @@ WORKLOADS = {module.NAME: module
                             gcn_step, gat_step, dashboard_idle, residual_tower, gated_routing,
                             iterative_refine, feedback_fixed, t5_generation, vit_inference,
                             resnet20_step, char_lm_step, char_lm_generate, norm_gelu,
-                            lstm_step, bert_layer_train)}
+                            lstm_step, bert_layer_train, onnx_minilm)}
