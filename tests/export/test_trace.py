@@ -5,7 +5,14 @@ from __future__ import annotations
 
 import dlfree
 import dlfree.nn as nn
-from dlfree.export import TracerWarning, eliminate_dead_code, fold_batch_norm, fold_constants, trace
+from dlfree.export import (
+    TracerWarning,
+    eliminate_dead_code,
+    fold_batch_norm,
+    fold_constants,
+    trace,
+    unflatten_linears,
+)
 
 import numpy as np
 import pytest
@@ -98,6 +105,25 @@ def test_dead_code_removal_drops_unused_nodes():
     assert len(pruned.nodes) == 1 < len(graph.nodes)
     x = dlfree.randn(4)
     np.testing.assert_allclose(np.asarray(pruned(x)), np.asarray(x.sin()), rtol=1e-6)
+
+
+def test_linears_on_3d_inputs_lose_their_reshapes_at_every_size():
+    model = _mlp().eval()
+    graph = trace(model, dlfree.randn(2, 5, 8), dynamic_dims={0: {0: "b", 1: "s"}})
+    assert [n.op for n in graph.nodes].count("reshape") == 4
+    unflat = unflatten_linears(graph)
+    assert [n.op for n in unflat.nodes] == ["linear", "relu", "linear"]
+    for shape in ((2, 5, 8), (3, 9, 8)):
+        x = dlfree.randn(*shape)
+        with dlfree.no_grad():
+            np.testing.assert_allclose(np.asarray(unflat(x)), np.asarray(model(x)),
+                                       rtol=1e-6, atol=1e-6)
+    # a reshape that is not the flattening of the leading dims stays
+    def fn(x):
+        return nn.functional.linear(x.reshape(-1, 8), model[0].weight).reshape(5, 2, 16)
+
+    kept = unflatten_linears(trace(fn, dlfree.randn(2, 5, 8)))
+    assert [n.op for n in kept.nodes].count("reshape") == 2
 
 
 def test_constant_folding_evaluates_constant_subgraphs():

@@ -1,5 +1,5 @@
-"""Graph passes: dead-code removal, constant folding and batch-norm folding, each returning
-a new `Graph`."""
+"""Graph passes: dead-code removal, constant folding, batch-norm folding and unflattening
+the reshapes around N-d linear layers, each returning a new `Graph`."""
 
 from __future__ import annotations
 
@@ -86,3 +86,34 @@ def fold_batch_norm(graph: Graph) -> Graph:
     outputs = [renamed.get(o, o) for o in graph.outputs]
     return eliminate_dead_code(replace(graph, nodes=nodes, outputs=outputs, parameters=params,
                                        shapes=shapes, dtypes=dtypes))
+
+
+def unflatten_linears(graph: Graph) -> Graph:
+    """Replace each `reshape` to 2-d -> `linear` -> `reshape` back, which `F.linear` records
+    for an input of more than two dims, by one `linear` on the input as it lies: the graph
+    computes the same, and an exporter can write it as one batched MatMul that engines fuse
+    with its bias and the activation after it."""
+    readers = graph.consumers()
+    producer = {node.output: node for node in graph.nodes}
+    replaced: dict = {}  # id of a node -> its replacement, or None when dropped
+    for node in graph.nodes:
+        if node.op != "linear" or readers.get(node.output) != 1:
+            continue
+        flatten = producer.get(node.inputs[0])
+        unflatten = next((n for n in graph.nodes if node.output in n.inputs), None)
+        if flatten is None or unflatten is None or flatten.op != "reshape" or \
+                unflatten.op != "reshape" or readers.get(flatten.output) != 1:
+            continue
+        lead = tuple(graph.shapes[flatten.inputs[0]])
+        out = tuple(graph.shapes[unflatten.output])
+        if len(lead) < 3 or out[:-1] != lead[:-1] or \
+                tuple(graph.shapes[flatten.output])[1:] != lead[-1:]:
+            continue
+        replaced[id(flatten)] = None
+        replaced[id(node)] = None
+        replaced[id(unflatten)] = replace(node, inputs=[flatten.inputs[0], *node.inputs[1:]],
+                                          output=unflatten.output)
+    if not replaced:
+        return graph
+    nodes = [replaced.get(id(n), n) for n in graph.nodes]
+    return replace(graph, nodes=[n for n in nodes if n is not None])

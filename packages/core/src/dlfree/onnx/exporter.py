@@ -13,7 +13,7 @@ import numpy as np
 from .. import registry
 from ..autograd.grad_mode import no_grad
 from ..errors import ExportError, PluginError
-from ..export import eliminate_dead_code, fold_batch_norm, fold_constants, trace
+from ..export import eliminate_dead_code, fold_batch_norm, fold_constants, trace, unflatten_linears
 from ..export.symbolic import SymInt
 from ..tensor import Tensor
 from ..version import __version__
@@ -56,7 +56,7 @@ def export(model, args, f, input_names=None, output_names=None, dynamic_axes=Non
     graph = _trace(model, args, dynamic_dims)
     if do_constant_folding:
         graph = fold_batch_norm(fold_constants(graph))
-    graph = eliminate_dead_code(graph)
+    graph = unflatten_linears(eliminate_dead_code(graph))
     output_names = _names(output_names, len(graph.outputs), "output", "output_names")
     proto = _build(onnx, graph, input_names, output_names, output_axes, opset_version)
     if check:

@@ -147,20 +147,22 @@ def cast(ctx):
 
 
 # ----------------------------------------------------------------- activations
-_SQRT_HALF = math.sqrt(0.5)
 _SQRT_2_OVER_PI = math.sqrt(2 / math.pi)
 
 
 def gelu(ctx):
     x = ctx.inputs[0]
-    half_x = ctx.add("Mul", [x, _scalar(ctx, 0.5)])
     if ctx.attributes["approximate"] == "tanh":
+        half_x = ctx.add("Mul", [x, _scalar(ctx, 0.5)])
         cube = ctx.add("Mul", [ctx.add("Mul", [x, x]), x])
         inner = ctx.add("Add", [x, ctx.add("Mul", [cube, _scalar(ctx, 0.044715)])])
         t = ctx.add("Tanh", [ctx.add("Mul", [inner, _scalar(ctx, _SQRT_2_OVER_PI)])])
-    else:
-        t = ctx.add("Erf", [ctx.add("Mul", [x, _scalar(ctx, _SQRT_HALF)])])
-    return ctx.add("Mul", [half_x, ctx.add("Add", [t, _scalar(ctx, 1)])])
+        return ctx.add("Mul", [half_x, ctx.add("Add", [t, _scalar(ctx, 1)])])
+    # x * (1 + erf(x / sqrt 2)) * 0.5 in this order, the pattern ONNX Runtime fuses into one
+    # Gelu (or BiasGelu) kernel; a product by 1/sqrt 2 is not matched
+    t = ctx.add("Erf", [ctx.add("Div", [x, _scalar(ctx, math.sqrt(2))])])
+    return ctx.add("Mul", [ctx.add("Mul", [x, ctx.add("Add", [t, _scalar(ctx, 1)])]),
+                           _scalar(ctx, 0.5)])
 
 
 def silu(ctx):
