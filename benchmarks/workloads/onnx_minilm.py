@@ -16,13 +16,12 @@ into a temporary directory that is removed once the session has read the file.
 * "torch_onnx", the REFERENCE: `transformers.AutoModel.from_pretrained` written by
   torch.onnx.export's TorchScript exporter (dynamo=False, opset 17);
 * "dlfree_onnx_int8": the model after `dlfree.nn.quantization.quantize_dynamic` (int8
-  Linear weights, activations quantized at each call), written by `dlfree.onnx.export` in
-  ONNX's dynamic-quantized form (DynamicQuantizeLinear and MatMulInteger). Its dlfree/x
+  Linear weights with one scale per output row, activations quantized at each call),
+  written by `dlfree.onnx.export` in ONNX's dynamic-quantized form (DynamicQuantizeLinear
+  and MatMulInteger, which ONNX Runtime fuses into DynamicQuantizeMatMul). Its dlfree/x
   ratio is its speed-up over the float32 graph; `figures` says how closely it follows it.
-  A dl.free whose exporter does not write that form yet skips it with a note.
 """
 
-import io
 import os
 import tempfile
 import warnings
@@ -106,34 +105,15 @@ def build_dlfree():
     return _dlfree_session(AutoModel.from_pretrained(folder()))
 
 
-def _require_int8_export():
-    """Raise ImportError, which skips the int8 framework as a missing library would, unless
-    `dlfree.onnx.export` writes a `quantize_dynamic` Linear with MatMulInteger, the int8
-    product this framework is to time (an exporter without a mapping for it refuses the
-    layer, or freezes its output, computed outside the traced ops, into a constant)."""
-    import dlfree as dl
-    from dlfree.errors import ExportError
-    from dlfree.nn.quantization import quantize_dynamic
-
-    probe = quantize_dynamic(dl.nn.Linear(4, 4))
-    try:
-        graph = dl.onnx.export(probe, dl.ones(2, 4), io.BytesIO()).graph
-    except ExportError as e:
-        raise ImportError(f"dlfree.onnx.export cannot write a quantize_dynamic Linear: {e}") \
-            from e
-    ops = sorted({node.op_type for node in graph.node})
-    if "MatMulInteger" not in ops:
-        raise ImportError("dlfree.onnx.export does not write a quantize_dynamic Linear as "
-                          f"MatMulInteger (it wrote {', '.join(ops)})")
-
-
 def build_dlfree_onnx_int8():
-    """dl.free's MiniLM after `quantize_dynamic`, through `dlfree.onnx.export`."""
+    """dl.free's MiniLM after `quantize_dynamic` with one weight scale per output row,
+    through `dlfree.onnx.export`."""
+    from dlfree import nn
     from dlfree.hf import AutoModel
-    from dlfree.nn.quantization import quantize_dynamic
+    from dlfree.nn.quantization import per_channel_dynamic_qconfig, quantize_dynamic
 
-    _require_int8_export()
-    return _dlfree_session(quantize_dynamic(AutoModel.from_pretrained(folder())))
+    model = AutoModel.from_pretrained(folder())
+    return _dlfree_session(quantize_dynamic(model, {nn.Linear: per_channel_dynamic_qconfig}))
 
 
 def build_torch_onnx():

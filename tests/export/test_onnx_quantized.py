@@ -105,10 +105,12 @@ def test_calibrated_model_exports_as_qdq():
     np.testing.assert_allclose(_run(data, x), want, rtol=0, atol=_output_step(model) * 1.001)
 
 
-def test_dynamically_quantized_linears_export_to_onnx_dynamic_form(tmp_path):
+@pytest.mark.parametrize("spec", [None, {nn.Linear: Q.per_channel_dynamic_qconfig}],
+                         ids=["per-tensor", "per-channel"])
+def test_dynamically_quantized_linears_export_to_onnx_dynamic_form(spec, tmp_path):
     dlfree.manual_seed(0)
     float_model = nn.Sequential(nn.Linear(32, 64), nn.ReLU(), nn.Linear(64, 8, bias=False))
-    model = Q.quantize_dynamic(float_model)
+    model = Q.quantize_dynamic(float_model, spec)
     proto, data = _export(model, dlfree.randn(2, 32))
     ops = [n.op_type for n in proto.graph.node]
     assert ops.count("DynamicQuantizeLinear") == 2 and ops.count("MatMulInteger") == 2

@@ -151,15 +151,20 @@ def test_calibrate_and_convert_need_a_prepared_model():
         Q.prepare_qat(nn.Linear(2, 2).eval())
 
 
-def test_quantize_dynamic_matches_torch():
+@pytest.mark.parametrize("per_channel", [False, True], ids=["per-tensor", "per-channel"])
+def test_quantize_dynamic_matches_torch(per_channel):
     dl.manual_seed(3)
     ours = nn.Sequential(nn.Linear(16, 32), nn.ReLU(), nn.Linear(32, 4))
     ref = torch.nn.Sequential(torch.nn.Linear(16, 32), torch.nn.ReLU(), torch.nn.Linear(32, 4))
     ref.load_state_dict({k: torch.from_numpy(v.detach().numpy().copy())
                          for k, v in ours.state_dict().items()})
-    qo = Q.quantize_dynamic(ours, {nn.Linear}, dtype="qint8")
-    qr = tq.quantize_dynamic(copy.deepcopy(ref), {torch.nn.Linear}, dtype=torch.qint8)
+    spec = {nn.Linear: Q.per_channel_dynamic_qconfig} if per_channel else {nn.Linear}
+    their_spec = {torch.nn.Linear: tq.per_channel_dynamic_qconfig} if per_channel else \
+        {torch.nn.Linear}
+    qo = Q.quantize_dynamic(ours, spec, dtype="qint8")
+    qr = tq.quantize_dynamic(copy.deepcopy(ref), their_spec, dtype=torch.qint8)
     assert isinstance(qo[0], Q.DynamicQuantizedLinear) and isinstance(ours[0], nn.Linear)
+    assert qo[0].weight_scale.shape == ((32,) if per_channel else ())
     x = (np.random.default_rng(4).standard_normal((64, 16)) * 2).astype(np.float32)
     yo = qo(dl.tensor(x)).numpy()
     yr = qr(torch.from_numpy(x)).detach().numpy()
@@ -168,5 +173,8 @@ def test_quantize_dynamic_matches_torch():
     # while both are visibly off the float model
     np.testing.assert_allclose(yo, yr, rtol=1e-5, atol=1e-6)
     assert np.abs(yr - yf).max() > 1e-3
+    # the quantized layer's state (int8 weight, scales, bias) is its state_dict
+    assert set(qo.state_dict()) == {f"{i}.{k}" for i in (0, 2)
+                                    for k in ("weight_int8", "weight_scale", "bias")}
     with pytest.raises(ValueError, match="dtype must be 'qint8'"):
         Q.quantize_dynamic(ours, {nn.Linear}, dtype="float16")

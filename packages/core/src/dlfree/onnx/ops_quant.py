@@ -66,8 +66,12 @@ def dynamic_quantized_linear(ctx):
     x, x_scale, x_zero = ctx.add("DynamicQuantizeLinear", [named["input"]], outputs=3)
     product = ctx.add("MatMulInteger", [x, ctx.constant(np.ascontiguousarray(weight.T)), x_zero,
                                         ctx.constant(np.array(0, np.int8))])
-    scale = ctx.add("Mul", [x_scale, ctx.constant(
-        np.array(ctx.attributes["weight_scale"], np.float32))])
+    weight_scale = ctx.constant_input(ctx.node.arg_names.index("weight_scale"))
+    if weight_scale is None:
+        raise ctx.fail("the weight scale is computed in the graph; valid: a quantized "
+                       "module's weight_scale buffer")
+    # one scale, or one per output column of the product: broadcast along its last dim
+    scale = ctx.add("Mul", [x_scale, ctx.constant(np.asarray(weight_scale, np.float32))])
     out = ctx.add("Mul", [ctx.cast(product, np.float32), scale])
     return ctx.add("Add", [out, named["bias"]]) if "bias" in named else out
 

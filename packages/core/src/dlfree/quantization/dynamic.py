@@ -11,11 +11,12 @@ from .observers import qparams
 
 
 @recorded
-def dynamic_quantized_linear(input: Tensor, weight_int8: Tensor, weight_scale: float,
+def dynamic_quantized_linear(input: Tensor, weight_int8: Tensor, weight_scale: Tensor,
                              bias: Tensor | None = None) -> Tensor:
     """input @ weight.T + bias with `weight_int8` (out, in) standing for weight_int8 *
-    weight_scale and the input quantized to 0..127 (quint8 with reduce_range, as torch's
-    fbgemm dynamic Linear) from its min and max: the integer product is rescaled to float.
+    weight_scale (one float32 scale, 0-d, or one per output row, (out,)) and the input
+    quantized to 0..127 (quint8 with reduce_range, as torch's fbgemm dynamic Linear) from
+    its min and max: the integer product is rescaled to float.
     Inference only: the result carries no gradient. A trace records the call as one node,
     which ONNX export writes as DynamicQuantizeLinear and MatMulInteger."""
     x = input._data
@@ -24,7 +25,7 @@ def dynamic_quantized_linear(input: Tensor, weight_int8: Tensor, weight_scale: f
     scale, zero_point = qparams(lo, hi, 0, 127, False, "quint8")
     q = xp.clip(xp.rint(x * (np.float32(1) / scale)) + int(zero_point), 0, 127)
     acc = (q.astype(xp.int64) - int(zero_point)) @ weight_int8._data.astype(xp.int64).T
-    y = (acc * (np.float64(scale) * np.float64(weight_scale))).astype(x.dtype)
+    y = (acc * (np.float64(scale) * weight_scale._data.astype(xp.float64))).astype(x.dtype)
     if bias is not None:
         y = y + bias._data
     return Tensor._make(y, input._device)

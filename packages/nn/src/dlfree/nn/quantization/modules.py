@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import dlfree as dl
 from dlfree import functional as F
-from dlfree.quantization import MinMaxObserver
+from functools import partial
+
+from dlfree.quantization import MinMaxObserver, PerChannelMinMaxObserver
 from dlfree.quantization.dynamic import dynamic_quantized_linear
 
 import numpy as np
@@ -89,26 +91,39 @@ QAT_MODULES = {Linear: QATLinear, Conv1d: QATConv1d, Conv2d: QATConv2d, Conv3d: 
 
 
 class DynamicQuantizedLinear(Module):
-    """Linear with an int8 weight (per-tensor symmetric) whose input is quantized to quint8
-    at each call from that input's own range (reduce_range, as torch's fbgemm kernels): the
-    product is computed on the integers and rescaled to float, as torch's dynamic Linear.
-    `weight_int8` and `bias` are buffers, so the state_dict holds the quantized weight."""
+    """Linear with an int8 weight (symmetric, one scale per tensor or per output row, as the
+    weight observer gives) whose input is quantized to quint8 at each call from that input's
+    own range (reduce_range, as torch's fbgemm kernels): the product is computed on the
+    integers and rescaled to float, as torch's dynamic Linear. `weight_int8`,
+    `weight_scale` and `bias` are buffers, so the state_dict holds the quantized layer."""
 
-    def __init__(self, mod: Linear):
+    def __init__(self, mod: Linear, weight_observer=None):
         super().__init__()
         self.in_features, self.out_features = mod.in_features, mod.out_features
         w = mod.weight.detach().numpy()
-        obs = MinMaxObserver(dtype="qint8", qscheme="per_tensor_symmetric")
+        obs = (weight_observer or default_dynamic_qconfig)()
         obs(w)
         scale, _ = obs.calculate_qparams()
-        self.weight_scale = float(scale)
+        scale = np.asarray(scale, np.float32)
+        rows = scale.reshape(-1, 1) if scale.ndim else scale
+        self.register_buffer("weight_scale", dl.tensor(scale))
         self.register_buffer("weight_int8", dl.tensor(
-            np.clip(np.rint(w * (np.float32(1) / scale)), -128, 127).astype(np.int8)))
+            np.clip(np.rint(w * (np.float32(1) / rows)), -128, 127).astype(np.int8)))
         self.register_buffer("bias", None if mod.bias is None else mod.bias.detach().clone())
 
     def forward(self, input):
         return dynamic_quantized_linear(input, self.weight_int8, self.weight_scale, self.bias)
 
     def extra_repr(self) -> str:
+        scheme = "per_channel" if self.weight_scale.ndim else "per_tensor"
         return (f"in_features={self.in_features}, out_features={self.out_features}, "
-                f"weight_scale={self.weight_scale:.6g}, dtype=qint8")
+                f"dtype=qint8, qscheme={scheme}_symmetric")
+
+
+default_dynamic_qconfig = partial(MinMaxObserver, dtype="qint8", qscheme="per_tensor_symmetric")
+"""Dynamic quantization's weight observer: one scale per weight (torch's default)."""
+
+per_channel_dynamic_qconfig = partial(PerChannelMinMaxObserver, ch_axis=0, dtype="qint8",
+                                      qscheme="per_channel_symmetric")
+"""One weight scale per output row (torch's per_channel_dynamic_qconfig): a wide-ranged
+layer keeps the precision of its small rows."""

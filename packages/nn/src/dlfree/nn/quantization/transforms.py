@@ -19,7 +19,13 @@ from ..layers.linear import Linear
 from ..layers.normalization import BatchNorm1d, BatchNorm2d, BatchNorm3d
 from ..module import Module
 from .fake_quant import FakeQuantize, default_qat_qconfig, default_qconfig
-from .modules import QAT_MODULES, DynamicQuantizedLinear, FusedReLU, QuantStub
+from .modules import (
+    QAT_MODULES,
+    DynamicQuantizedLinear,
+    FusedReLU,
+    QuantStub,
+    default_dynamic_qconfig,
+)
 
 _LAYERS = (Linear, Conv1d, Conv2d, Conv3d)
 _NORMS = (BatchNorm1d, BatchNorm2d, BatchNorm3d)
@@ -158,23 +164,27 @@ def convert(model: Module, inplace: bool = False) -> Module:
 def quantize_dynamic(model: Module, qconfig_spec=None, dtype: str = "qint8",
                      inplace: bool = False) -> Module:
     """Replace each Linear by a `DynamicQuantizedLinear` (int8 weight, input quantized per
-    call), as torch.ao.quantization.quantize_dynamic(model, {nn.Linear}, dtype=torch.qint8)."""
+    call), as torch.ao.quantization.quantize_dynamic(model, qconfig_spec, dtype=torch.qint8).
+    `qconfig_spec` is {nn.Linear} (the default: one weight scale per layer) or
+    {nn.Linear: per_channel_dynamic_qconfig} for one scale per output row."""
     if dtype != "qint8":
         raise ValueError(f"quantize_dynamic: dtype must be 'qint8', got {dtype!r}")
-    spec = set(qconfig_spec or {Linear})
-    if not spec <= {Linear}:
-        raise ValueError(f"quantize_dynamic: only nn.Linear is supported, got {spec}")
+    spec = qconfig_spec if isinstance(qconfig_spec, dict) else \
+        dict.fromkeys(qconfig_spec or {Linear}, default_dynamic_qconfig)
+    if not set(spec) <= {Linear}:
+        raise ValueError(f"quantize_dynamic: only nn.Linear is supported, got {set(spec)}")
+    observer = spec.get(Linear) or default_dynamic_qconfig
     if not inplace:
         model = copy.deepcopy(model)
 
     def swap(m):
         for name, child in list(m.named_children()):
             if type(child) is Linear:
-                _set(m, name, DynamicQuantizedLinear(child))
+                _set(m, name, DynamicQuantizedLinear(child, observer))
             else:
                 swap(child)
 
     if type(model) is Linear:
-        return DynamicQuantizedLinear(model)
+        return DynamicQuantizedLinear(model, observer)
     swap(model)
     return model
