@@ -4,10 +4,10 @@ model's input, and `DynamicQuantizedLinear` (int8 weight, input quantized per ca
 
 from __future__ import annotations
 
-import dlfree as dl
-from dlfree import functional as F
 from functools import partial
 
+import dlfree as dl
+from dlfree import functional as F
 from dlfree.quantization import MinMaxObserver, PerChannelMinMaxObserver
 from dlfree.quantization.dynamic import dynamic_quantized_linear
 
