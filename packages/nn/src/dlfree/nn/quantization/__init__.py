@@ -26,5 +26,6 @@ __all__ = [
     "DynamicQuantizedLinear", "FakeQuantize", "FusedReLU", "QATConv1d", "QATConv2d",
     "QATConv3d", "QATLinear", "QConfig", "QuantStub", "calibrate", "convert",
     "default_dynamic_qconfig", "default_per_channel_qat_qconfig", "default_qat_qconfig",
-    "default_qconfig", "fuse_modules", "per_channel_dynamic_qconfig", "prepare", "prepare_qat", "quantize_dynamic",
+    "default_qconfig", "fuse_modules", "per_channel_dynamic_qconfig", "prepare", "prepare_qat",
+    "quantize_dynamic",
 ]
