@@ -4,9 +4,6 @@ converters (`dlfree.registry.onnx_ops`), and write the model with the `onnx` pac
 from __future__ import annotations
 
 import io
-import os
-import tempfile
-from pathlib import Path
 
 import numpy as np
 
@@ -15,6 +12,7 @@ from ..autograd.grad_mode import no_grad
 from ..errors import ExportError, PluginError
 from ..export import eliminate_dead_code, fold_batch_norm, fold_constants, trace, unflatten_linears
 from ..export.symbolic import SymInt
+from ..io.atomic import atomic_write
 from ..tensor import Tensor
 from ..version import __version__
 from .context import Context, _to_numpy
@@ -174,23 +172,14 @@ def _output_dims(shape, names: dict) -> list:
 
 
 def _write(proto, f) -> None:
-    """Serialize to a binary file object, or to a path atomically (a temporary file in the
-    same folder renamed over it), so a failed write leaves no partial model behind."""
+    """Serialize to a binary file object, or to a path atomically (`io.atomic_write`: a
+    temporary file in the same folder renamed over it), so a failed write leaves no partial
+    model behind."""
+    if proto.ByteSize() > 2**31 - 1:
+        raise ExportError(f"onnx.export: the model is {proto.ByteSize()} bytes, over "
+                          "protobuf's 2 GiB limit for one file")
     data = proto.SerializeToString()
     if isinstance(f, io.IOBase) or hasattr(f, "write"):
         f.write(data)
         return
-    path = Path(os.fspath(f))
-    if proto.ByteSize() > 2**31 - 1:
-        raise ExportError(f"onnx.export: the model is {proto.ByteSize()} bytes, over "
-                          "protobuf's 2 GiB limit for one file")
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as out:
-            out.write(data)
-            out.flush()
-            os.fsync(out.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    atomic_write(f, data)
