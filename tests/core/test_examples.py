@@ -6,6 +6,7 @@ import importlib.util
 import json
 import os
 import re
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -20,6 +21,14 @@ from support.idx import learnable_digits, write_mnist
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
 
+def _default_sigint() -> None:
+    """In the example's process before it starts: Ctrl-C as a terminal delivers it. A
+    launcher that runs the suite in the background (bash does for `cmd &`) leaves SIGINT
+    ignored in pytest-xdist's workers, and an example inheriting that could not be
+    interrupted, which the Ctrl-C examples test."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def run_example(name: str, *args: str, cwd: Path | None = None) -> str:
     """Run an example in a fresh interpreter (warnings are errors there too); its stdout.
 
@@ -27,7 +36,8 @@ def run_example(name: str, *args: str, cwd: Path | None = None) -> str:
     threads competing for them make small matrix products many times slower."""
     env = {**os.environ, "OPENBLAS_NUM_THREADS": "1"}
     result = subprocess.run([sys.executable, "-W", "error", str(EXAMPLES / name), *args],
-                            capture_output=True, text=True, timeout=120, cwd=cwd, env=env)
+                            capture_output=True, text=True, timeout=120, cwd=cwd, env=env,
+                            preexec_fn=_default_sigint)
     assert result.returncode == 0, result.stderr
     return result.stdout
 
