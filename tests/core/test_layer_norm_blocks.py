@@ -1,6 +1,7 @@
 """layer_norm on the CPU works through blocks of rows: forward and every gradient match
 torch when the rows split into several blocks with a short last one, for each affine and
-requires-grad combination, for leading and normalized dims of any count, and when empty."""
+requires-grad combination, for leading and normalized dims of any count, and when empty, on
+one thread or two (the blocks shared out, the parameter gradients the same every run)."""
 
 from __future__ import annotations
 
@@ -35,10 +36,20 @@ def _run(module, x, shape, params, grads, g, eps):
     return [as_np(out.detach())] + [as_np(t) for t in grads_out]
 
 
+@pytest.fixture(params=[1, 2], ids=["1-thread", "2-threads"])
+def threads(request, monkeypatch):
+    """Run with that many intra-op threads, each taking as little as one block of rows."""
+    monkeypatch.setattr(norm, "_BLOCKS_PER_THREAD", 1)
+    before = dl.get_num_threads()
+    dl.set_num_threads(request.param)
+    yield request.param
+    dl.set_num_threads(before)
+
+
 @pytest.mark.parametrize("dtype, tol", [("float64", 1e-12), ("float32", 2e-5)])
 @pytest.mark.parametrize("grads", GRADS, ids=str)
 @pytest.mark.parametrize("in_shape, shape, block", SPLITS, ids=str)
-def test_blocks_match_torch(in_shape, shape, block, grads, dtype, tol, monkeypatch):
+def test_blocks_match_torch(in_shape, shape, block, grads, dtype, tol, threads, monkeypatch):
     monkeypatch.setattr(norm, "_BLOCK", block)
     rs = np.random.default_rng(sum(in_shape))
     x = (rs.standard_normal(in_shape) * 2 + 0.5).astype(dtype)
@@ -69,3 +80,17 @@ def test_gradient_of_a_view_is_its_own_array():
     x = dl.randn(6, 4, 5, requires_grad=True)
     dl.functional.layer_norm(x, (4, 5)).backward(dl.randn(6, 4, 5))
     assert x.grad.array.base is None and x.grad.shape == (6, 4, 5)
+
+
+def test_threaded_gradients_are_the_same_every_run(threads, monkeypatch):
+    """The weight and bias gradients, summed per thread's chunk of rows, are added in row
+    order: repeated runs give the same bits."""
+    monkeypatch.setattr(norm, "_BLOCK", 64)
+    rs = np.random.default_rng(0)
+    x, g = (rs.standard_normal((301, 16)).astype(np.float32) for _ in range(2))
+    params = [rs.standard_normal(16).astype(np.float32) for _ in range(2)]
+    first = _run(dl, x, (16,), params, [True, True, True], g, 1e-5)
+    for _ in range(5):
+        again = _run(dl, x, (16,), params, [True, True, True], g, 1e-5)
+        for a, b in zip(first, again, strict=True):
+            np.testing.assert_array_equal(a, b)

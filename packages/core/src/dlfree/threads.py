@@ -2,12 +2,13 @@
 
 NumPy runs each elementwise call on one core; only its BLAS spreads a matrix product over
 several. The CPU ops whose work falls into independent cache blocks (attention over blocks
-of the batch, GELU and erf over blocks of elements) hand those blocks to `parallel_for`,
-which runs them on up to `get_num_threads()` threads: the calling thread and a shared
-pool. NumPy releases the GIL inside its loops, so blocks whose calls each take tens of
-microseconds run side by side (finer ones, like layer norm's, gain nothing and stay serial).
-Each block is computed the same way whichever thread runs it, so results do not depend on
-the number of threads.
+of the batch, GELU and erf over blocks of elements, layer norm over blocks of rows) hand
+those blocks to `parallel_for`, which runs them on up to `get_num_threads()` threads: the
+calling thread and a shared pool. NumPy releases the GIL inside its loops, so blocks whose
+calls each take tens of microseconds run side by side. Each block is computed the same way
+whichever thread runs it, so elementwise results do not depend on the number of threads;
+a sum over blocks (layer norm's weight gradient) is added per thread's chunk, in row order,
+so it is the same from run to run at a given number of threads.
 
 OpenBLAS, NumPy's usual BLAS, keeps its worker threads spinning for about 2^28 cycles
 (~0.1 s) after each matrix product, so a second thread that starts right after one shares

@@ -16,6 +16,7 @@ from ..autograd.function import Function
 from ..autograd.grad_mode import STATE, no_grad
 from ..errors import ShapeError
 from ..tensor import Tensor
+from ..threads import parallel_for
 from ..tracing_state import recorded
 from .reduction import vector_norm
 
@@ -147,6 +148,8 @@ class Normalize(Function):
 
 # elements per block of rows: a block of x, of the output and two scratch blocks fit in L2
 _BLOCK = 65536
+# a thread takes at least this many blocks: less work than that is not worth a thread
+_BLOCKS_PER_THREAD = 4
 
 
 def _row_blocks(rows: int, size: int):
@@ -157,34 +160,42 @@ def _row_blocks(rows: int, size: int):
 
 def _layer_norm_rows(xp, x, shape: tuple, w, b, eps: float) -> tuple:
     """Each row of `x` seen in 2-d `shape` normalised, times `w` plus `b` (either may be
-    None): returns (output in x's shape, mean, invstd), the last two one value per row."""
+    None): returns (output in x's shape, mean, invstd), the last two one value per row. The
+    blocks of rows are shared out among the intra-op threads."""
     rows, size = shape
     result = xp.empty(x.shape, x.dtype)
     x, out = x.reshape(shape), result.reshape(shape)
     mean, invstd = xp.empty(rows, x.dtype), xp.empty(rows, x.dtype)
     ones = xp.ones(size, x.dtype)
-    for r in _row_blocks(rows, size):
-        xb, ob, mb, ib = x[r], out[r], mean[r], invstd[r]
-        xp.vecdot(xb, ones, out=mb)  # row sums as dot products: one SIMD pass, no temporary
-        mb *= 1 / max(size, 1)
-        xp.subtract(xb, mb[:, None], out=ob)
-        xp.vecdot(ob, ob, out=ib)
-        # 1 / sqrt(sum / size + eps), as sqrt(size) / sqrt(sum + size * eps): one call fewer
-        ib += size * eps
-        xp.sqrt(ib, out=ib)
-        xp.divide(math.sqrt(size), ib, out=ib)
-        ob *= ib[:, None]
-        if w is not None:
-            ob *= w
-        if b is not None:
-            ob += b
+    blocks = _row_blocks(rows, size)
+
+    def run(first: int, last: int) -> None:
+        for r in blocks[first:last]:
+            xb, ob, mb, ib = x[r], out[r], mean[r], invstd[r]
+            xp.vecdot(xb, ones, out=mb)  # row sums as dot products: one SIMD pass
+            mb *= 1 / max(size, 1)
+            xp.subtract(xb, mb[:, None], out=ob)
+            xp.vecdot(ob, ob, out=ib)
+            # 1 / sqrt(sum / size + eps), as sqrt(size) / sqrt(sum + size * eps)
+            ib += size * eps
+            xp.sqrt(ib, out=ib)
+            xp.divide(math.sqrt(size), ib, out=ib)
+            ob *= ib[:, None]
+            if w is not None:
+                ob *= w
+            if b is not None:
+                ob += b
+
+    parallel_for(len(blocks), run, min_chunk=_BLOCKS_PER_THREAD)
     return result, mean, invstd
 
 
 def _layer_norm_rows_grads(xp, g, x, shape: tuple, w, mean, invstd, need_x, need_w,
                            need_b) -> tuple:
     """(grad_x, grad_w, grad_b) of `_layer_norm_rows` for output gradient `g`, each None
-    where not needed, in one pass over the blocks of rows (grad_x in x's shape).
+    where not needed, in one pass over the blocks of rows (grad_x in x's shape). The blocks
+    are shared out among the intra-op threads, each summing its own part of grad_w and
+    grad_b, which are added up at the end.
 
     With c = x - mean, a = invstd and n the row size, per row:
     grad_x = a * g * w - a * sum(g * w) / n - a**3 * sum(g * w * c) / n * c.
@@ -192,40 +203,58 @@ def _layer_norm_rows_grads(xp, g, x, shape: tuple, w, mean, invstd, need_x, need
     rows, size = shape
     gx = xp.empty(x.shape, x.dtype) if need_x else None
     g, x, gx_rows = g.reshape(shape), x.reshape(shape), None if gx is None else gx.reshape(shape)
-    gw = xp.zeros(size, x.dtype) if need_w else None
-    gb = xp.zeros(size, x.dtype) if need_b else None
     blocks = _row_blocks(rows, size)
     block_rows = blocks[0].stop if blocks else 0
-    centered, product = (xp.empty((block_rows, size), x.dtype) for _ in range(2))
-    column = xp.empty(size, x.dtype)
     scale = -1 / max(size, 1)
-    for r in blocks:
-        gr, a, k = g[r], invstd[r], r.stop - r.start
-        c, gc = centered[:k], product[:k]
-        xp.subtract(x[r], mean[r][:, None], out=c)
-        if need_b:
-            xp.add.reduce(gr, axis=0, out=column)
-            gb += column
-        if not (need_w or need_x):
-            continue
-        xp.multiply(gr, c, out=gc)
-        if need_w:
-            xp.matmul(a, gc, out=column)  # sum over rows of g * c * a: g * xhat
-            gw += column
-        if not need_x:
-            continue
-        gwc, gw_sum = (xp.vecdot(gc, w), xp.vecdot(gr, w)) if w is not None else \
-            (xp.add.reduce(gc, axis=1), xp.add.reduce(gr, axis=1))
-        out = gx_rows[r]
-        if w is None:
-            xp.multiply(gr, a[:, None], out=out)
-        else:
-            xp.multiply(gr, w, out=out)
-            out *= a[:, None]
-        c *= (a * a * a * gwc * scale)[:, None]
-        out += c
-        out += (a * gw_sum * scale)[:, None]
+    parts: dict = {}  # first block of a chunk -> that chunk's (grad_w, grad_b) sums
+
+    def run(first: int, last: int) -> None:
+        gw = xp.zeros(size, x.dtype) if need_w else None
+        gb = xp.zeros(size, x.dtype) if need_b else None
+        centered, product = (xp.empty((block_rows, size), x.dtype) for _ in range(2))
+        column = xp.empty(size, x.dtype)
+        for r in blocks[first:last]:
+            gr, a, k = g[r], invstd[r], r.stop - r.start
+            c, gc = centered[:k], product[:k]
+            xp.subtract(x[r], mean[r][:, None], out=c)
+            if need_b:
+                xp.add.reduce(gr, axis=0, out=column)
+                gb += column
+            if not (need_w or need_x):
+                continue
+            xp.multiply(gr, c, out=gc)
+            if need_w:
+                xp.matmul(a, gc, out=column)  # sum over rows of g * c * a: g * xhat
+                gw += column
+            if not need_x:
+                continue
+            gwc, gw_sum = (xp.vecdot(gc, w), xp.vecdot(gr, w)) if w is not None else \
+                (xp.add.reduce(gc, axis=1), xp.add.reduce(gr, axis=1))
+            out = gx_rows[r]
+            if w is None:
+                xp.multiply(gr, a[:, None], out=out)
+            else:
+                xp.multiply(gr, w, out=out)
+                out *= a[:, None]
+            c *= (a * a * a * gwc * scale)[:, None]
+            out += c
+            out += (a * gw_sum * scale)[:, None]
+        parts[first] = gw, gb
+
+    parallel_for(len(blocks), run, min_chunk=_BLOCKS_PER_THREAD, products=True)
+    # added in the order of the rows, so that a run gives the same sums every time
+    ordered = [parts[k] for k in sorted(parts)]
+    gw = _added(xp, [p[0] for p in ordered], size, x.dtype) if need_w else None
+    gb = _added(xp, [p[1] for p in ordered], size, x.dtype) if need_b else None
     return gx, gw, gb
+
+
+def _added(xp, arrays: list, size: int, dtype):
+    """The sum of the (size,) `arrays`, zeros when there are none."""
+    total = xp.zeros(size, dtype)
+    for a in arrays:
+        total += a
+    return total
 
 
 def _dot_sum(xp, a, b, dims: tuple):
