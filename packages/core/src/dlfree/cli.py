@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import functools
 import importlib.metadata
 import json
 import os
@@ -10,6 +11,23 @@ import platform
 import sys
 
 from . import plugins, registry
+from .errors import DLFreeError
+
+
+def reports_errors(name, errors: tuple = (DLFreeError, ValueError, OSError)):
+    """A decorator for a subcommand's function: bad input (one of `errors`: a missing or
+    damaged file, a wrong argument) ends the command with "dlfree <name(args)>: error:
+    <message>" on stderr and exit status 1, not a traceback. Plugins' commands use it too."""
+    def decorate(command):
+        @functools.wraps(command)
+        def run(args) -> int:
+            try:
+                return command(args)
+            except errors as e:
+                print(f"dlfree {name(args)}: error: {e}", file=sys.stderr)
+                return 1
+        return run
+    return decorate
 
 
 def _plugin_rows() -> list[dict]:

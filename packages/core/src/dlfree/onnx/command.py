@@ -5,12 +5,11 @@ plugin (`builtin_plugins.py`)."""
 from __future__ import annotations
 
 import argparse
-import functools
 import inspect
 import re
-import sys
 from pathlib import Path
 
+from ..cli import reports_errors
 from ..errors import DLFreeError
 
 __all__ = ["register_commands", "summary", "check_output_path"]
@@ -92,17 +91,9 @@ def _names(text: str) -> list[str]:
     return names
 
 
-def _reports_errors(command):
-    """Bad input (a missing or damaged file, inputs the model does not take, an op ONNX
-    cannot express) ends the command with its message on stderr and exit status 1."""
-    @functools.wraps(command)
-    def run(args) -> int:
-        try:
-            return command(args)
-        except (DLFreeError, ValueError, OSError, ModuleNotFoundError) as e:
-            print(f"dlfree export {args.export_format}: error: {e}", file=sys.stderr)
-            return 1
-    return run
+# a missing onnx package is bad input too: the message says how to install it
+_reports_errors = reports_errors(lambda args: f"export {args.export_format}",
+                                 (DLFreeError, ValueError, OSError, ModuleNotFoundError))
 
 
 @_reports_errors

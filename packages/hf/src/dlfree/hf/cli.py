@@ -5,12 +5,11 @@
 from __future__ import annotations
 
 import argparse
-import functools
 import json
 import os
 import sys
 
-from dlfree import DLFreeError
+from dlfree.cli import reports_errors
 
 __all__ = ["register_commands"]
 
@@ -104,17 +103,9 @@ def _positive(text: str) -> int:
     return int(text)
 
 
-def _reports_errors(command):
-    """Bad input (a missing folder, a bad config, a wrong argument) ends the command with
-    its message on stderr and exit status 1, not a traceback."""
-    @functools.wraps(command)
-    def run(args) -> int:
-        try:
-            return command(args)
-        except (DLFreeError, ValueError, OSError) as e:
-            print(f"dlfree hf {args.hf_command}: error: {e}", file=sys.stderr)
-            return 1
-    return run
+_reports_errors = reports_errors(lambda args: f"hf {args.hf_command}")
+"""Bad input (a missing folder, a bad config, a wrong argument) ends the command with its
+message on stderr and exit status 1, not a traceback."""
 
 
 # ----------------------------------------------------------------------- info
