@@ -10,8 +10,6 @@ from __future__ import annotations
 
 import math
 
-import numpy as np
-
 from ..autograd.autocasting import autocast_policy
 from ..autograd.function import Function
 from ..autograd.grad_mode import STATE
@@ -20,7 +18,7 @@ from ..backends.base import Backend
 from ..errors import ShapeError
 from ..tensor import Tensor
 from ._util import normalize_dim
-from .elementwise import exp, sigmoid, sigmoid_kernel, tanh, where
+from .elementwise import exp, one_plus_exp_neg, sigmoid, sigmoid_kernel, tanh, where
 from .elementwise import relu as _relu
 from .inplace import apply_inplace
 from .softmax import softmax
@@ -155,12 +153,8 @@ class Silu(_Pointwise):
 
     @staticmethod
     def kernel(be, x):
-        xp = be.xp
-        out = xp.negative(x, out=xp.empty_like(x))  # an array even for 0-d input
-        with np.errstate(over="ignore"):  # exp(-x) = inf where the result is -0 anyway
-            xp.exp(out, out=out)
-        out += 1
-        return xp.divide(x, out, out=out)
+        out = one_plus_exp_neg(be.xp, x)
+        return be.xp.divide(x, out, out=out)
 
     def backward(self, g):
         (x,) = self.saved_tensors

@@ -631,14 +631,21 @@ _LN2, _LN10 = math.log(2), math.log(10)
 _TWO_OVER_SQRT_PI = 2 / math.sqrt(math.pi)
 
 
-def sigmoid_kernel(xp, x):
-    """1 / (1 + exp(-x)) in four in-place passes over one array. exp(-x) overflows to inf
-    only below x = -88 (float32), where the result is 0 to float32's normal range anyway,
-    so the overflow is expected and silenced (NumPy; CuPy does not warn)."""
+def one_plus_exp_neg(xp, x):
+    """1 + exp(-x) in three in-place passes over one new array, the denominator of sigmoid
+    and SiLU. exp(-x) overflows to inf only below x = -88 (float32), where those results
+    are 0 to float32's normal range anyway, so the overflow is expected and silenced (NumPy;
+    CuPy does not warn)."""
     out = xp.negative(x, out=xp.empty_like(x))  # an array even for 0-d input
     with np.errstate(over="ignore"):
         xp.exp(out, out=out)
     out += 1
+    return out
+
+
+def sigmoid_kernel(xp, x):
+    """1 / (1 + exp(-x)), in place on its denominator."""
+    out = one_plus_exp_neg(xp, x)
     return xp.reciprocal(out, out=out)
 
 
