@@ -11,7 +11,7 @@ weights' gradients are one GEMM over all steps.
 
 from __future__ import annotations
 
-from .lstm_kernel import _order, _sigmoid_
+from .lstm_kernel import _order, _sigmoid_, hidden_weight_grads
 
 
 def gru_forward(xp, xs, h0, w_hh, b_hh, reverse: bool) -> tuple:
@@ -89,10 +89,5 @@ def gru_backward(xp, grad, out, gates, hidden_n, h0, w_hh, bias: bool, reverse: 
         dh *= z
         xp.matmul(d_hp[t], w_hh, out=s)
         dh += s
-    ran_first, rest = (steps - 1, slice(None, -1)) if reverse else (0, slice(1, None))
-    before = slice(1, None) if reverse else slice(None, -1)
-    d_hh = d_hp[ran_first].T @ h0
-    if steps > 1:
-        d_hh += d_hp[rest].reshape(-1, width).T @ out[before].reshape(-1, n)
-    d_b_hh = d_hp.reshape(-1, width).sum(0) if bias else None
+    d_hh, d_b_hh = hidden_weight_grads(d_hp, h0, out, bias, reverse)
     return d_xs, d_hh, dh, d_b_hh

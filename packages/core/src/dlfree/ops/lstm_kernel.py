@@ -101,12 +101,19 @@ def lstm_backward(xp, grad, out, gates, tanh_c, h0, c0, w_hh, bias: bool,
         dg *= dc
         dc *= f
         xp.matmul(d_gates[t], w_hh, out=dh)
-    flat = d_gates.reshape(-1, width)
-    # the h before each step: h0 for the first step that ran, the previous step's h after
+    d_hh, d_b_hh = hidden_weight_grads(d_gates, h0, out[:, :, :n], bias, reverse)
+    return d_gates, d_hh, dh, dc, d_b_hh
+
+
+def hidden_weight_grads(d_gates, h0, hs, bias: bool, reverse: bool) -> tuple:
+    """The gradients of W_hh and b_hh (None without bias) from every step's gradient of
+    the hidden share of the gates, d_gates (T, B, G), and every step's h, hs (T, B, H) in
+    time order: one GEMM over all steps, each step's gradient against the h before it (h0
+    for the first step that ran, the previous step's h after)."""
+    steps, _, width = d_gates.shape
     ran_first, rest = (steps - 1, slice(None, -1)) if reverse else (0, slice(1, None))
     before = slice(1, None) if reverse else slice(None, -1)
     d_hh = d_gates[ran_first].T @ h0
     if steps > 1:
-        d_hh += d_gates[rest].reshape(-1, width).T @ out[before, :, :n].reshape(-1, n)
-    d_b_hh = flat.sum(0) if bias else None
-    return d_gates, d_hh, dh, dc, d_b_hh
+        d_hh += d_gates[rest].reshape(-1, width).T @ hs[before].reshape(-1, hs.shape[-1])
+    return d_hh, d_gates.reshape(-1, width).sum(0) if bias else None
