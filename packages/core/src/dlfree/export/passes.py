@@ -95,12 +95,13 @@ def unflatten_linears(graph: Graph) -> Graph:
     with its bias and the activation after it."""
     readers = graph.consumers()
     producer = {node.output: node for node in graph.nodes}
+    reader = {i: node for node in graph.nodes for i in node.inputs}  # the one, where one
     replaced: dict = {}  # id of a node -> its replacement, or None when dropped
     for node in graph.nodes:
         if node.op != "linear" or readers.get(node.output) != 1:
             continue
         flatten = producer.get(node.inputs[0])
-        unflatten = next((n for n in graph.nodes if node.output in n.inputs), None)
+        unflatten = reader.get(node.output)
         if flatten is None or unflatten is None or flatten.op != "reshape" or \
                 unflatten.op != "reshape" or readers.get(flatten.output) != 1:
             continue
