@@ -54,22 +54,24 @@ def fake_quantize(ctx):
     return ctx.add("DequantizeLinear", [q, s, z], **extra)
 
 
+def _buffer(ctx, name: str):
+    """The array of the node's input `name`, which must be a module's buffer (a constant)."""
+    array = ctx.constant_input(ctx.node.arg_names.index(name))
+    if array is None:
+        raise ctx.fail(f"{name} is computed in the graph; valid: a quantized module's {name} "
+                       "buffer")
+    return array
+
+
 def dynamic_quantized_linear(ctx):
     """ONNX's DynamicQuantizeLinear quantizes the input to the full uint8 range where
     dl.free (as torch's fbgemm kernel) takes 0..127: the exported model's rounding step on
     the input is half dl.free's, so the two agree within dl.free's step, not exactly."""
     named = ctx.named_inputs()
-    weight = ctx.constant_input(ctx.node.arg_names.index("weight_int8"))
-    if weight is None:
-        raise ctx.fail("the int8 weight is computed in the graph; valid: a quantized "
-                       "module's weight buffer")
+    weight, weight_scale = (_buffer(ctx, name) for name in ("weight_int8", "weight_scale"))
     x, x_scale, x_zero = ctx.add("DynamicQuantizeLinear", [named["input"]], outputs=3)
     product = ctx.add("MatMulInteger", [x, ctx.constant(np.ascontiguousarray(weight.T)), x_zero,
                                         ctx.constant(np.array(0, np.int8))])
-    weight_scale = ctx.constant_input(ctx.node.arg_names.index("weight_scale"))
-    if weight_scale is None:
-        raise ctx.fail("the weight scale is computed in the graph; valid: a quantized "
-                       "module's weight_scale buffer")
     # one scale, or one per output column of the product: broadcast along its last dim
     scale = ctx.add("Mul", [x_scale, ctx.constant(np.asarray(weight_scale, np.float32))])
     out = ctx.add("Mul", [ctx.cast(product, np.float32), scale])
