@@ -30,11 +30,17 @@ def _ints(t) -> list:
             .reshape(-1)]
 
 
+def _optional(inputs, k: int, default=None):
+    """Input k of a node, or `default` where it is omitted (absent or named "")."""
+    return inputs[k] if len(inputs) > k and inputs[k] is not None else default
+
+
 def _axes(inputs, attrs, at: int):
     """Reduce/squeeze axes: the attribute (older opsets) or input `at` (newer)."""
     if "axes" in attrs:
         return [int(a) for a in attrs["axes"]]
-    return _ints(inputs[at]) if len(inputs) > at and inputs[at] is not None else None
+    at_input = _optional(inputs, at)
+    return None if at_input is None else _ints(at_input)
 
 
 def _reduce(fn):
@@ -52,9 +58,8 @@ def _reduce(fn):
 def _slice(inputs, attrs):
     x = inputs[0]
     starts, ends = _ints(inputs[1]), _ints(inputs[2])
-    axes = _ints(inputs[3]) if len(inputs) > 3 and inputs[3] is not None else list(
-        range(len(starts)))
-    steps = _ints(inputs[4]) if len(inputs) > 4 and inputs[4] is not None else [1] * len(starts)
+    axes = _ints(_optional(inputs, 3, range(len(starts))))
+    steps = _ints(_optional(inputs, 4, [1] * len(starts)))
     key = [slice(None)] * x.ndim
     for s, e, a, st in zip(starts, ends, axes, steps, strict=True):
         n = x.shape[a]
@@ -79,7 +84,7 @@ def _conv(inputs, attrs):
             widths += [lo, hi]
         x, before = F.pad(x, widths), [0] * d
     conv = (F.conv1d, F.conv2d, F.conv3d)[d - 1]
-    return conv(x, w, inputs[2] if len(inputs) > 2 else None,
+    return conv(x, w, _optional(inputs, 2),
                 stride=tuple(attrs.get("strides", [1] * d)), padding=tuple(before),
                 dilation=tuple(attrs.get("dilations", [1] * d)), groups=attrs.get("group", 1))
 
@@ -125,7 +130,7 @@ def _conv_transpose(inputs, attrs):
         raise ExportError("onnx.load: ConvTranspose with output_shape or asymmetric pads is "
                           "not supported; valid: symmetric pads")
     conv = (F.conv_transpose1d, F.conv_transpose2d, F.conv_transpose3d)[d - 1]
-    return conv(x, w, inputs[2] if len(inputs) > 2 else None,
+    return conv(x, w, _optional(inputs, 2),
                 stride=tuple(attrs.get("strides", [1] * d)), padding=tuple(pads[:d]),
                 output_padding=tuple(attrs.get("output_padding", [0] * d)),
                 groups=attrs.get("group", 1), dilation=tuple(attrs.get("dilations", [1] * d)))
@@ -141,15 +146,14 @@ def _pad(inputs, attrs):
     if mode not in _PAD_MODES:
         raise ExportError(f"onnx.load: Pad mode {mode!r} is not supported; valid: "
                           f"{sorted(_PAD_MODES)}")
-    axes = _ints(inputs[3]) if len(inputs) > 3 and inputs[3] is not None else \
-        list(range(x.ndim))
+    axes = _ints(_optional(inputs, 3, range(x.ndim)))
     axes = [a % x.ndim for a in axes]
     begin, end = dict(zip(axes, pads[:len(axes)])), dict(zip(axes, pads[len(axes):]))
     first = min(axes)
     widths = []
     for a in range(x.ndim - 1, first - 1, -1):
         widths += [begin.get(a, 0), end.get(a, 0)]
-    value = _scalar(inputs[2]) if len(inputs) > 2 and inputs[2] is not None else 0.0
+    value = _scalar(_optional(inputs, 2, 0.0))
     return F.pad(x, widths, _PAD_MODES[mode], value if mode == "constant" else None)
 
 
@@ -169,7 +173,7 @@ def _constant(inputs, attrs):
 def _split(inputs, attrs):
     x, axis = inputs[0], attrs.get("axis", 0)
     sizes = attrs.get("split")
-    if sizes is None and len(inputs) > 1 and inputs[1] is not None:
+    if sizes is None and _optional(inputs, 1) is not None:
         sizes = _ints(inputs[1])
     if sizes is None:
         parts = attrs.get("num_outputs")
@@ -180,7 +184,7 @@ def _split(inputs, attrs):
 
 
 def _trilu(inputs, attrs):
-    k = _scalar(inputs[1]) if len(inputs) > 1 and inputs[1] is not None else 0
+    k = _scalar(_optional(inputs, 1, 0))
     return (dl.triu if attrs.get("upper", 1) else dl.tril)(inputs[0], int(k))
 
 
@@ -253,7 +257,7 @@ def _gemm(inputs, attrs):
     if attrs.get("transB", 0):
         b = b.t()
     out = (a @ b) * attrs.get("alpha", 1.0)
-    if len(inputs) > 2 and inputs[2] is not None:
+    if _optional(inputs, 2) is not None:
         out = out + inputs[2] * attrs.get("beta", 1.0)
     return out
 
@@ -268,7 +272,7 @@ def _layer_norm(inputs, attrs):
     x = inputs[0]
     axis = attrs.get("axis", -1) % x.ndim
     shape = tuple(x.shape[axis:])
-    return F.layer_norm(x, shape, inputs[1], inputs[2] if len(inputs) > 2 else None,
+    return F.layer_norm(x, shape, inputs[1], _optional(inputs, 2),
                         eps=attrs.get("epsilon", 1e-5))
 
 
@@ -300,8 +304,7 @@ def _per_axis(t, x, attrs):
 
 def _quantize_linear(inputs, attrs):
     x, scale = inputs[0], inputs[1]
-    zero = inputs[2] if len(inputs) > 2 and inputs[2] is not None else \
-        dl.zeros((), dtype=dl.uint8)
+    zero = _optional(inputs, 2, dl.zeros((), dtype=dl.uint8))
     low, high = _INT_RANGES[np.dtype(zero._data.dtype).name]
     q = (x / _per_axis(scale, x, attrs)).round() + _per_axis(zero, x, attrs).to(x.dtype)
     return q.clamp(low, high).to(zero.dtype)
@@ -309,7 +312,7 @@ def _quantize_linear(inputs, attrs):
 
 def _dequantize_linear(inputs, attrs):
     q, scale = inputs[0], inputs[1]
-    zero = inputs[2] if len(inputs) > 2 and inputs[2] is not None else None
+    zero = _optional(inputs, 2)
     x = q.to(scale.dtype)
     if zero is not None:
         x = x - _per_axis(zero, q, attrs).to(scale.dtype)
@@ -328,9 +331,9 @@ def _dynamic_quantize_linear(inputs, attrs):
 
 def _matmul_integer(inputs, attrs):
     a, b = inputs[0].to(dl.int32), inputs[1].to(dl.int32)
-    if len(inputs) > 2 and inputs[2] is not None:
+    if _optional(inputs, 2) is not None:
         a = a - inputs[2].to(dl.int32)
-    if len(inputs) > 3 and inputs[3] is not None:
+    if _optional(inputs, 3) is not None:
         b = b - inputs[3].to(dl.int32)
     return a @ b
 
@@ -364,8 +367,7 @@ _OPS = {
     "LeakyRelu": lambda i, a: F.leaky_relu(i[0], a.get("alpha", 0.01)),
     "Elu": lambda i, a: F.elu(i[0], a.get("alpha", 1.0)),
     "HardSigmoid": lambda i, a: (i[0] * a.get("alpha", 0.2) + a.get("beta", 0.5)).clamp(0, 1),
-    "Clip": lambda i, a: i[0].clamp(*(None if j >= len(i) or i[j] is None else _scalar(i[j])
-                                      for j in (1, 2))),
+    "Clip": lambda i, a: i[0].clamp(*(_scalar(_optional(i, j)) for j in (1, 2))),
     "Floor": lambda i, a: i[0].floor(), "Ceil": lambda i, a: i[0].ceil(),
     "Softmax": lambda i, a: F.softmax(i[0], a.get("axis", -1)),
     "LogSoftmax": lambda i, a: F.log_softmax(i[0], a.get("axis", -1)),
