@@ -75,15 +75,13 @@ def _session(export):
     return step
 
 
-def _dlfree_session(model):
-    """The step of the dl.free `model` written by `dlfree.onnx.export`."""
-    import dlfree as dl
+def _encoder(module_class, model):
+    """`model` in eval mode behind the ONNX graph's signature: (last_hidden_state,
+    pooler_output) from positional inputs. `module_class` is the framework's Module (dl.free
+    and torch run this same code)."""
 
-    class Encoder(dl.nn.Module):
-        """The model's (last_hidden_state, pooler_output) from positional inputs, the ONNX
-        graph's signature."""
-
-        def __init__(self, model):
+    class Encoder(module_class):
+        def __init__(self):
             super().__init__()
             self.model = model
 
@@ -92,10 +90,17 @@ def _dlfree_session(model):
                              token_type_ids=token_type_ids)
             return out.last_hidden_state, out.pooler_output
 
+    return Encoder().eval()
+
+
+def _dlfree_session(model):
+    """The step of the dl.free `model` written by `dlfree.onnx.export`."""
+    import dlfree as dl
+
     example = tuple(dl.tensor(array) for array in problem(BATCH, LENGTH))
     return _session(lambda path: dl.onnx.export(
-        Encoder(model).eval(), example, path, input_names=INPUTS, output_names=OUTPUTS,
-        dynamic_axes=AXES))
+        _encoder(dl.nn.Module, model), example, path, input_names=INPUTS,
+        output_names=OUTPUTS, dynamic_axes=AXES))
 
 
 def build_dlfree():
@@ -121,19 +126,7 @@ def build_torch_onnx():
     import torch
     import transformers
 
-    class Encoder(torch.nn.Module):
-        """The model's (last_hidden_state, pooler_output) from positional inputs."""
-
-        def __init__(self, model):
-            super().__init__()
-            self.model = model
-
-        def forward(self, input_ids, attention_mask, token_type_ids):
-            out = self.model(input_ids=input_ids, attention_mask=attention_mask,
-                             token_type_ids=token_type_ids)
-            return out.last_hidden_state, out.pooler_output
-
-    model = Encoder(transformers.AutoModel.from_pretrained(folder())).eval()
+    model = _encoder(torch.nn.Module, transformers.AutoModel.from_pretrained(folder()))
     example = tuple(torch.from_numpy(array) for array in problem(BATCH, LENGTH))
 
     def export(path):
