@@ -10,7 +10,8 @@ The columns come in one of two layouts. im2col copies every window out, (C * K, 
 for a single GEMM, and col2im adds them back. A window of stride 1 has the shifted layout
 (`backends.im2col.Shifted`) instead, in which each kernel tap's columns are a shifted
 view of the padded image: a GEMM per tap, after the taps of the last kernel dims are
-copied into the rows to make it deep enough, sums to the result with far less copying.
+copied into the rows to make it deep enough, sums to the result with far less copying
+(BLAS adds each tap's product into the result, `backends.openblas.gemm`).
 A 1x1 kernel of stride 1 without padding needs no columns at all (`_pointwise`): each
 image, (C, L) as it lies, is the GEMM's operand, so the convolution and both its duals
 are batched GEMMs over the images with no copy.
@@ -25,6 +26,7 @@ import numbers
 from ..autograd.autocasting import autocast_policy
 from ..autograd.function import Function
 from ..backends.im2col import Shifted, Window, scratch
+from ..backends.openblas import gemm
 from ..errors import DTypeError, ShapeError
 from ._util import check_float
 
@@ -182,6 +184,10 @@ class _Columns:
         out = scratch(xp, (groups, out_channels // groups, self.window.grid[0] * layout.steps[0]),
                       w.dtype)
         total = out[:, :, :span]
+        if groups == 1 and xp.__name__ == "numpy":  # BLAS adds each tap's product in place
+            for i, (tap, shift) in enumerate(zip(rows, self.outer, strict=True)):
+                gemm(tap[0], self.matrix[0, :, shift:shift + span], total[0], accumulate=i > 0)
+            return layout.ungrid(xp, out.reshape(out_channels, -1), bias)
         xp.matmul(rows[0], self.matrix[:, :, :span], out=total)
         if len(self.outer) > 1:  # the partial sums of the other taps
             part = scratch(xp, total.shape, w.dtype)
