@@ -290,3 +290,44 @@ def test_scratch_reuses_only_unreferenced_buffers(pooled, monkeypatch):
     del b, c
     e = im2col.scratch(np, (100,), np.float64)  # free buffers make room
     assert e.base is not None and pooled.held <= 1000
+
+
+# ------------------------------------------------------- threaded layout copies
+THREADED_CASES = [  # (x shape, w shape, conv2d keywords): each layout copy of the layout
+    ((3, 5, 6, 7), (4, 5, 3, 3), {"padding": 1}),  # image, taps, ungrid with bias, grid
+    ((2, 2, 5, 6), (7, 2, 3, 2), {"padding": (2, 1)}),  # input grad by add_taps
+    ((2, 6, 5, 5), (6, 3, 3, 3), {"groups": 2, "dilation": 2, "padding": 2}),
+]
+
+
+@pytest.mark.parametrize("threads", [2, 3])
+@pytest.mark.parametrize("xs, ws, kw", THREADED_CASES)
+def test_threaded_layout_copies_give_the_serial_results(shifted, monkeypatch, threads,
+                                                         xs, ws, kw):
+    """With every layout copy shared out by channels (however small), a convolution and
+    its gradients are bit for bit what one thread computes, and match torch."""
+    rng = np.random.default_rng(0)
+    x, w, b = rng.standard_normal(xs), rng.standard_normal(ws), rng.standard_normal(ws[0])
+    ref = [torch.tensor(a, requires_grad=True) for a in (x, w, b)]
+    expected = torch.nn.functional.conv2d(*ref, **kw)
+    g = rng.standard_normal(tuple(expected.shape))
+    expected.backward(torch.tensor(g))
+
+    def run(count: int) -> list:
+        before = dl.get_num_threads()
+        dl.set_num_threads(count)
+        try:
+            ours = [dl.tensor(a, requires_grad=True) for a in (x, w, b)]
+            out = dl.functional.conv2d(*ours, **kw)
+            out.backward(dl.tensor(g))
+            return [out.detach().numpy()] + [a.grad.numpy() for a in ours]
+        finally:
+            dl.set_num_threads(before)
+
+    serial = run(1)
+    monkeypatch.setattr(im2col, "_THREADED_COPY", 0)
+    threaded = run(threads)
+    for mine, one, theirs in zip(threaded, serial,
+                                 [expected.detach()] + [a.grad for a in ref], strict=True):
+        np.testing.assert_array_equal(mine, one)
+        np.testing.assert_allclose(mine, theirs.numpy(), atol=1e-12)

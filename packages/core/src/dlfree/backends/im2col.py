@@ -9,6 +9,9 @@ the taps, then the positions.
 A window of stride 1 has a cheaper layout, `Shifted`: the padded image flattened so
 that each kernel tap's columns are one shifted view of it, which a GEMM reads in place.
 Convolutions then need no im2col copy (or only a few taps' worth) and no col2im at all.
+Its copies between layouts are strided, bound by memory latency more than bandwidth, so on
+NumPy the channels are shared out among the intra-op threads (`dlfree.threads`); a copy
+moves the same values on any count of threads.
 """
 
 from __future__ import annotations
@@ -18,6 +21,8 @@ import math
 import sys
 import threading
 from typing import NamedTuple
+
+from ..threads import parallel_for
 
 
 class Window(NamedTuple):
@@ -167,6 +172,18 @@ def scratch(xp, shape: tuple, dtype, zero: bool = False):
 
 
 # ------------------------------------------------------- stride 1: shifted views
+# Layout copies smaller than this run on the calling thread: a thread would cost more.
+_THREADED_COPY = 1 << 20
+
+
+def _by_channels(xp, channels: int, nbytes: int, copy) -> None:
+    """copy(lo, hi) for the channels lo:hi of a layout copy of `nbytes`, over the intra-op
+    threads when `xp` is NumPy and the copy is large enough to gain from them."""
+    if xp.__name__ == "numpy" and nbytes >= _THREADED_COPY:
+        parallel_for(channels, copy)
+    elif channels:
+        copy(0, channels)
+
 # A layout computing more than this many outputs per needed one is not worth it (the
 # discarded outputs cost GEMM time); im2col serves such windows.
 _MAX_WASTE = 2.0
@@ -219,15 +236,25 @@ class Shifted(NamedTuple):
     def image(self, xp, image, groups: int, into=None):
         """(N, C, *size) images as a (groups, C / groups, length) stack: padded, in this
         layout; written into `into` (a view of that shape) when given."""
-        w, (n, c) = self.window, image.shape[:2]
+        c = image.shape[1]
         out = scratch(xp, (groups, c // groups, self.length), image.dtype) if into is None \
             else into
-        padded = out.reshape((groups, c // groups, w.padded[0], self.batch) + w.padded[1:])
-        interior = (slice(None),) + self._interior()
-        _zero_around(padded, interior)
-        padded[interior] = _channel_row_major(
-            image.reshape((n, groups, c // groups) + image.shape[2:]), 2)
+        _by_channels(xp, c // groups, out.nbytes, self._image_copy(image, groups, out))
         return out
+
+    def _image_copy(self, image, groups: int, out):
+        """copy(lo, hi): channels lo:hi of each group of `image` into `out`, a (groups,
+        C / groups, length) view, padded, in this layout."""
+        w, (n, c) = self.window, image.shape[:2]
+        padded = out.reshape((groups, c // groups, w.padded[0], self.batch) + w.padded[1:])
+        source = _channel_row_major(image.reshape((n, groups, c // groups) + image.shape[2:]), 2)
+        interior = (slice(None),) + self._interior()
+
+        def copy(lo: int, hi: int) -> None:
+            part = padded[:, lo:hi]
+            _zero_around(part, interior)
+            part[interior] = source[:, lo:hi]
+        return copy
 
     def columns(self, xp, image, groups: int, inner: int):
         """The columns of `image` for one GEMM per outer tap: a (groups, K, length)
@@ -243,9 +270,13 @@ class Shifted(NamedTuple):
         outer = self.offsets(range(d - inner))
         copied = self.offsets(range(d - inner, d))
         rows = scratch(xp, (groups, len(copied), c, self.length), image.dtype)
-        self.image(xp, image, groups, into=rows[:, 0])
-        for i, shift in enumerate(copied[1:], 1):
-            rows[:, i, :, :self.length - shift] = rows[:, 0, :, shift:]
+        image_copy = self._image_copy(image, groups, rows[:, 0])
+
+        def copy(lo: int, hi: int) -> None:
+            image_copy(lo, hi)
+            for i, shift in enumerate(copied[1:], 1):
+                rows[:, i, lo:hi, :self.length - shift] = rows[:, 0, lo:hi, shift:]
+        _by_channels(xp, c, rows.nbytes, copy)
         return rows.reshape(groups, len(copied) * c, self.length), outer
 
     def add_taps(self, xp, taps, shifts: list):
@@ -253,20 +284,33 @@ class Shifted(NamedTuple):
         at their `shifts`, the padding dropped (the adjoint of `columns`), as (N, C, *size)."""
         w = self.window
         groups, _, c, span = taps.shape
-        flat = scratch(xp, (groups, c, self.length), taps.dtype, True)
-        for i, shift in enumerate(shifts):
-            flat[:, :, shift:shift + span] += taps[:, i]
-        flat = flat.reshape((groups * c, w.padded[0], self.batch) + w.padded[1:])
-        return xp.ascontiguousarray(flat[self._interior()].swapaxes(0, 2).swapaxes(1, 2))
+        flat = scratch(xp, (groups, c, self.length), taps.dtype)
+        padded = flat.reshape((groups, c, w.padded[0], self.batch) + w.padded[1:])
+        out = xp.empty((self.batch, groups, c) + w.size, taps.dtype)
+        interior = (slice(None),) + self._interior()
+        # (groups, C, S0, N, *rest) -> (N, groups, C, S0, *rest)
+        order = (3, 0, 1, 2, *range(4, padded.ndim))
+
+        def copy(lo: int, hi: int) -> None:
+            flat[:, lo:hi] = 0
+            for i, shift in enumerate(shifts):
+                flat[:, lo:hi, shift:shift + span] += taps[:, i, lo:hi]
+            out[:, :, lo:hi] = padded[:, lo:hi][interior].transpose(order)
+        _by_channels(xp, c, flat.nbytes, copy)
+        return out.reshape((self.batch, groups * c) + w.size)
 
     def grid(self, xp, values):
         """(N, O, *grid) outputs (or their gradients) as an (O, grid0 * steps[0]) matrix in
         this layout, with zeros at the positions that are dropped."""
         w, o = self.window, values.shape[1]
         flat = scratch(xp, (o, w.grid[0], self.batch) + w.padded[1:], values.dtype)
-        kept = self._kept()
-        _zero_around(flat, kept)
-        flat[kept] = _channel_row_major(values)
+        kept, source = self._kept(), _channel_row_major(values)
+
+        def copy(lo: int, hi: int) -> None:
+            part = flat[lo:hi]
+            _zero_around(part, kept)
+            part[kept] = source[lo:hi]
+        _by_channels(xp, o, flat.nbytes, copy)
         return flat.reshape(o, w.grid[0] * self.steps[0])
 
     def ungrid(self, xp, matrix, bias=None):
@@ -275,10 +319,15 @@ class Shifted(NamedTuple):
         w, o = self.window, matrix.shape[0]
         kept = matrix.reshape((o, w.grid[0], self.batch) + w.padded[1:])[self._kept()]
         kept = kept.swapaxes(0, 2).swapaxes(1, 2)  # (O, g0, N, *rest) -> (N, O, g0, *rest)
-        if bias is None:
-            return xp.ascontiguousarray(kept)
         out = xp.empty(kept.shape, dtype=matrix.dtype)
-        xp.add(kept, bias.reshape((o,) + (1,) * len(w.grid)), out=out)
+        bias = None if bias is None else bias.reshape((o,) + (1,) * len(w.grid))
+
+        def copy(lo: int, hi: int) -> None:
+            if bias is None:
+                out[:, lo:hi] = kept[:, lo:hi]
+            else:
+                xp.add(kept[:, lo:hi], bias[lo:hi], out=out[:, lo:hi])
+        _by_channels(xp, o, out.nbytes, copy)
         return out
 
     def _interior(self) -> tuple:
