@@ -4,6 +4,9 @@ Batch, layer, group and instance norm are one `Normalize` Function: (x - mean) *
 then the affine weight and bias, with statistics over some dims of x. Its backward is the
 closed form for all three gradients in one pass over arrays; when a graph is being
 recorded (`create_graph=True`) the same formula runs on Tensors, so double backward works.
+On the CPU, batch norm's statistics, output and gradients are computed per block of
+channels, the blocks shared out among the intra-op threads; each channel is computed
+whole by one thread in the same way, so the results are the same for any thread count.
 """
 
 from __future__ import annotations
@@ -59,7 +62,15 @@ class Normalize(Function):
             return out
         out = x - mean if centered is None else centered
         if affine[0] and invstd.shape == affine_shape:  # per-channel statistics: one pass
-            out *= invstd * params[0].reshape(affine_shape)
+            scale = invstd * params[0].reshape(affine_shape)
+            shift = params[-1].reshape(affine_shape) if affine[1] else None
+
+            def run(lo: int, hi: int) -> None:
+                out[:, lo:hi] *= scale[:, lo:hi]
+                if shift is not None:
+                    out[:, lo:hi] += shift[:, lo:hi]
+            _by_channel_blocks(self.xp, out, run)
+            return out
         else:
             out *= invstd
             if affine[0]:
@@ -93,6 +104,8 @@ class Normalize(Function):
         invstd = self.invstd
         w = None if w is None else w.reshape(self.affine_shape)
         per_channel = self.from_batch and affine == stat  # batch norm: reuse the affine sums
+        if per_channel and stat == (0, *range(2, x.ndim)) and need_x and xp.__name__ == "numpy":
+            return self._channel_grads(g, x, w, need_w, need_b)
         if need_w or (need_x and self.from_batch):
             xhat = x - self.mean
             xhat *= invstd
@@ -114,6 +127,32 @@ class Normalize(Function):
             gx -= gx.sum(axis=stat, keepdims=True) / n
             gx -= xhat
             gx *= invstd
+        return gx, self._param_grad(gw, need_w), self._param_grad(gb, need_b)
+
+    def _channel_grads(self, g, x, w, need_w, need_b) -> tuple:
+        """Batch norm's three gradients on NumPy (training, one mean and invstd per
+        channel), per block of channels (see the module docstring)."""
+        xp, n = self.xp, max(_count(x.shape, self.stat_dims), 1)
+        gx = xp.empty(x.shape, x.dtype)
+        gw, gb = xp.empty(self.invstd.shape, x.dtype), xp.empty(self.invstd.shape, x.dtype)
+        scale = self.invstd if w is None else self.invstd * w
+        g, x, out3 = _channel_rows(g), _channel_rows(x), _channel_rows(gx)
+        mean, invstd, scale = _channel_rows(self.mean), _channel_rows(self.invstd), \
+            _channel_rows(scale)
+        gw3, gb3 = _channel_rows(gw), _channel_rows(gb)
+
+        def run(lo: int, hi: int) -> None:
+            c = slice(lo, hi)
+            gc, out = g[:, c], out3[:, c]
+            xhat = x[:, c] - mean[:, c]
+            xhat *= invstd[:, c]
+            gw3[:, c] = _channel_sums(xp, gc, xhat)
+            gb3[:, c] = _channel_sums(xp, gc)
+            xhat *= gw3[:, c] / n
+            xp.subtract(gc, gb3[:, c] / n, out=out)
+            out -= xhat
+            out *= scale[:, c]
+        _by_channel_blocks(xp, x, run)
         return gx, self._param_grad(gw, need_w), self._param_grad(gb, need_b)
 
     def _tensor_grads(self, g, x, weight, need_x, need_w, need_b) -> tuple:
@@ -269,6 +308,52 @@ def _count(shape: tuple, dims: tuple) -> int:
     return math.prod(shape[d] for d in dims)
 
 
+# Arrays smaller than this are normalised on the calling thread: a thread would cost more.
+_THREADED_BYTES = 1 << 20
+
+
+def _by_channel_blocks(xp, x, fn) -> None:
+    """fn(lo, hi) over the channels (dim 1) of array `x`, in blocks shared out among the
+    intra-op threads when `xp` is NumPy and x is large enough to gain from them."""
+    if xp.__name__ == "numpy" and x.nbytes >= _THREADED_BYTES:
+        parallel_for(x.shape[1], fn)
+    elif x.shape[1]:
+        fn(0, x.shape[1])
+
+
+def _channel_rows(a):
+    """(N, C, *) `a` as (N, C, L), or a (1, C, 1, ...) statistic as (1, C, 1): every
+    channel's block then has one shape, so its sums run in one order whatever the block."""
+    return a.reshape(a.shape[0], a.shape[1], math.prod(a.shape[2:]))
+
+
+def _channel_sums(xp, a, b=None):
+    """sum(a), or sum(a * b), per channel of (N, k, L) arrays, as (1, k, 1): over L for
+    each row, then over N, each a dot product of contiguous rows, so that a channel's sum
+    runs in one order whatever block it is in."""
+    ones = xp.ones(a.shape[2], a.dtype)
+    rows = xp.empty((a.shape[1], a.shape[0]), a.dtype)  # (k, N), each channel's row in one piece
+    xp.vecdot(a.transpose(1, 0, 2), ones if b is None else b.transpose(1, 0, 2), out=rows)
+    return xp.vecdot(rows, xp.ones(a.shape[0], a.dtype))[None, :, None]
+
+
+def _channel_moments(xp, x, eps: float) -> tuple:
+    """`_moments` over every dim but the channels (dim 1) of NumPy array `x`, per block
+    of channels."""
+    shape = (1, x.shape[1]) + (1,) * (x.ndim - 2)
+    mean, var, centered = xp.empty(shape, x.dtype), xp.empty(shape, x.dtype), xp.empty_like(x)
+    count = max(x.size // max(x.shape[1], 1), 1)
+    x3, mean3, var3, centered3 = (_channel_rows(a) for a in (x, mean, var, centered))
+
+    def run(lo: int, hi: int) -> None:
+        m, c = mean3[:, lo:hi], centered3[:, lo:hi]
+        xp.divide(_channel_sums(xp, x3[:, lo:hi]), count, out=m)
+        xp.subtract(x3[:, lo:hi], m, out=c)
+        var3[:, lo:hi] = _channel_sums(xp, c, c) / count
+    _by_channel_blocks(xp, x, run)
+    return mean, var, 1 / xp.sqrt(var + x.dtype.type(eps)), centered
+
+
 def _moments(xp, x, dims: tuple, eps: float) -> tuple:
     """Mean, biased variance, 1/sqrt(var + eps) (keepdims) and x - mean, for array `x`."""
     mean = x.mean(axis=dims, keepdims=True)
@@ -339,8 +424,9 @@ def batch_norm(input: Tensor, running_mean: Tensor | None, running_var: Tensor |
             mean = xp.zeros(affine_shape, input._data.dtype)
             invstd = xp.ones(affine_shape, input._data.dtype)
         else:
-            mean, var, invstd, centered = _moments(input._device.xp, input._data, stat_dims,
-                                                   eps)
+            xp = input._device.xp
+            mean, var, invstd, centered = _channel_moments(xp, input._data, eps) \
+                if xp.__name__ == "numpy" else _moments(xp, input._data, stat_dims, eps)
             _update_running(running_mean, mean, momentum)
             _update_running(running_var, var * (n / (n - 1)), momentum)
     else:
