@@ -7,10 +7,10 @@ and with that lookup turned off (the matmul fallback), so both paths give the sa
 
 from __future__ import annotations
 
+from dlfree.backends import openblas
+
 import numpy as np
 import pytest
-
-from dlfree.backends import openblas
 
 RNG = np.random.default_rng(0)
 BIG = RNG.standard_normal((40, 50))
