@@ -5,15 +5,12 @@ thread), and match torch, for 1-d to 3-d inputs, with and without affine paramet
 
 from __future__ import annotations
 
-import importlib
-
 import dlfree as dl
+from dlfree import threads
 
 import numpy as np
 import pytest
 import torch
-
-norm = importlib.import_module("dlfree.ops.norm")  # dlfree.ops.norm is also a function's name
 
 SHAPES = [(6, 5), (4, 7, 9), (3, 5, 4, 6), (2, 3, 2, 3, 4)]
 
@@ -39,7 +36,7 @@ def _run(module, x, affine, g):
 @pytest.mark.parametrize("affine", [True, False], ids=["affine", "plain"])
 @pytest.mark.parametrize("shape", SHAPES, ids=str)
 def test_channel_blocks_on_any_thread_count_match_torch(shape, affine, monkeypatch):
-    monkeypatch.setattr(norm, "_THREADED_BYTES", 0)  # threads for these small arrays too
+    monkeypatch.setattr(threads, "_THREADED_BYTES", 0)  # threads for these small arrays too
     rng = np.random.default_rng(sum(shape))
     x = rng.standard_normal(shape) * 2 + 0.5
     g = rng.standard_normal(shape)
@@ -61,7 +58,7 @@ def test_channel_blocks_on_any_thread_count_match_torch(shape, affine, monkeypat
 def test_large_float32_batch_norm_takes_the_threaded_path_and_matches_torch():
     """(8, 16, 48, 48) float32 is over the threading size as it stands."""
     shape = (8, 16, 48, 48)
-    assert np.prod(shape) * 4 >= norm._THREADED_BYTES
+    assert np.prod(shape) * 4 >= threads._THREADED_BYTES
     rng = np.random.default_rng(0)
     x = rng.standard_normal(shape, dtype=np.float32)
     g = rng.standard_normal(shape, dtype=np.float32)

@@ -15,6 +15,7 @@ from __future__ import annotations
 import math
 
 import dlfree as dl
+from dlfree import threads
 from dlfree.backends import im2col
 from dlfree.ops import conv
 
@@ -300,9 +301,9 @@ THREADED_CASES = [  # (x shape, w shape, conv2d keywords): each layout copy of t
 ]
 
 
-@pytest.mark.parametrize("threads", [2, 3])
+@pytest.mark.parametrize("thread_count", [2, 3])
 @pytest.mark.parametrize("xs, ws, kw", THREADED_CASES)
-def test_threaded_layout_copies_give_the_serial_results(shifted, monkeypatch, threads,
+def test_threaded_layout_copies_give_the_serial_results(shifted, monkeypatch, thread_count,
                                                          xs, ws, kw):
     """With every layout copy shared out by channels (however small), a convolution and
     its gradients are bit for bit what one thread computes, and match torch."""
@@ -325,8 +326,8 @@ def test_threaded_layout_copies_give_the_serial_results(shifted, monkeypatch, th
             dl.set_num_threads(before)
 
     serial = run(1)
-    monkeypatch.setattr(im2col, "_THREADED_COPY", 0)
-    threaded = run(threads)
+    monkeypatch.setattr(threads, "_THREADED_BYTES", 0)
+    threaded = run(thread_count)
     for mine, one, theirs in zip(threaded, serial,
                                  [expected.detach()] + [a.grad for a in ref], strict=True):
         np.testing.assert_array_equal(mine, one)

@@ -31,8 +31,8 @@ import sys
 import threading
 from concurrent.futures import ThreadPoolExecutor
 
-__all__ = ["get_num_threads", "set_num_threads", "parallel_for", "for_blocks", "quiet_blas_threads",
-           "BLAS_IDLE_TIMEOUT"]
+__all__ = ["get_num_threads", "set_num_threads", "parallel_for", "for_blocks", "for_large_blocks",
+           "quiet_blas_threads", "BLAS_IDLE_TIMEOUT"]
 
 BLAS_IDLE_TIMEOUT = "21"  # OpenBLAS waits 2^N cycles before its idle threads sleep
 # (20 let them fall asleep between the products of a small MLP step, 5-8 % slower; 22 left
@@ -180,5 +180,18 @@ def for_blocks(device, count: int, fn, min_chunk: int = 1, products: bool = Fals
     """`parallel_for` on the CPU; elsewhere (a GPU stream orders the work) fn(0, count)."""
     if device.type == "cpu":
         parallel_for(count, fn, min_chunk, products)
+    elif count > 0:
+        fn(0, count)
+
+
+# Work over fewer bytes than this runs on the calling thread: a thread would cost more.
+_THREADED_BYTES = 1 << 20
+
+
+def for_large_blocks(xp, count: int, nbytes: int, fn) -> None:
+    """`parallel_for` for work over `nbytes` of NumPy (`xp`) arrays of at least
+    `_THREADED_BYTES`; smaller work, or another array library, runs fn(0, count) here."""
+    if xp.__name__ == "numpy" and nbytes >= _THREADED_BYTES:
+        parallel_for(count, fn)
     elif count > 0:
         fn(0, count)

@@ -22,7 +22,7 @@ import sys
 import threading
 from typing import NamedTuple
 
-from ..threads import parallel_for
+from ..threads import for_large_blocks
 
 
 class Window(NamedTuple):
@@ -172,18 +172,6 @@ def scratch(xp, shape: tuple, dtype, zero: bool = False):
 
 
 # ------------------------------------------------------- stride 1: shifted views
-# Layout copies smaller than this run on the calling thread: a thread would cost more.
-_THREADED_COPY = 1 << 20
-
-
-def _by_channels(xp, channels: int, nbytes: int, copy) -> None:
-    """copy(lo, hi) for the channels lo:hi of a layout copy of `nbytes`, over the intra-op
-    threads when `xp` is NumPy and the copy is large enough to gain from them."""
-    if xp.__name__ == "numpy" and nbytes >= _THREADED_COPY:
-        parallel_for(channels, copy)
-    elif channels:
-        copy(0, channels)
-
 # A layout computing more than this many outputs per needed one is not worth it (the
 # discarded outputs cost GEMM time); im2col serves such windows.
 _MAX_WASTE = 2.0
@@ -239,7 +227,7 @@ class Shifted(NamedTuple):
         c = image.shape[1]
         out = scratch(xp, (groups, c // groups, self.length), image.dtype) if into is None \
             else into
-        _by_channels(xp, c // groups, out.nbytes, self._image_copy(image, groups, out))
+        for_large_blocks(xp, c // groups, out.nbytes, self._image_copy(image, groups, out))
         return out
 
     def _image_copy(self, image, groups: int, out):
@@ -276,7 +264,7 @@ class Shifted(NamedTuple):
             image_copy(lo, hi)
             for i, shift in enumerate(copied[1:], 1):
                 rows[:, i, lo:hi, :self.length - shift] = rows[:, 0, lo:hi, shift:]
-        _by_channels(xp, c, rows.nbytes, copy)
+        for_large_blocks(xp, c, rows.nbytes, copy)
         return rows.reshape(groups, len(copied) * c, self.length), outer
 
     def add_taps(self, xp, taps, shifts: list):
@@ -296,7 +284,7 @@ class Shifted(NamedTuple):
             for i, shift in enumerate(shifts):
                 flat[:, lo:hi, shift:shift + span] += taps[:, i, lo:hi]
             out[:, :, lo:hi] = padded[:, lo:hi][interior].transpose(order)
-        _by_channels(xp, c, flat.nbytes, copy)
+        for_large_blocks(xp, c, flat.nbytes, copy)
         return out.reshape((self.batch, groups * c) + w.size)
 
     def grid(self, xp, values):
@@ -310,7 +298,7 @@ class Shifted(NamedTuple):
             part = flat[lo:hi]
             _zero_around(part, kept)
             part[kept] = source[lo:hi]
-        _by_channels(xp, o, flat.nbytes, copy)
+        for_large_blocks(xp, o, flat.nbytes, copy)
         return flat.reshape(o, w.grid[0] * self.steps[0])
 
     def ungrid(self, xp, matrix, bias=None):
@@ -327,7 +315,7 @@ class Shifted(NamedTuple):
                 out[:, lo:hi] = kept[:, lo:hi]
             else:
                 xp.add(kept[:, lo:hi], bias[lo:hi], out=out[:, lo:hi])
-        _by_channels(xp, o, out.nbytes, copy)
+        for_large_blocks(xp, o, out.nbytes, copy)
         return out
 
     def _interior(self) -> tuple:

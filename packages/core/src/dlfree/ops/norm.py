@@ -19,7 +19,7 @@ from ..autograd.function import Function
 from ..autograd.grad_mode import STATE, no_grad
 from ..errors import ShapeError
 from ..tensor import Tensor
-from ..threads import parallel_for
+from ..threads import for_large_blocks, parallel_for
 from ..tracing_state import recorded
 from .reduction import vector_norm
 
@@ -69,12 +69,11 @@ class Normalize(Function):
                 out[:, lo:hi] *= scale[:, lo:hi]
                 if shift is not None:
                     out[:, lo:hi] += shift[:, lo:hi]
-            _by_channel_blocks(self.xp, out, run)
+            for_large_blocks(self.xp, out.shape[1], out.nbytes, run)
             return out
-        else:
-            out *= invstd
-            if affine[0]:
-                out *= params[0].reshape(affine_shape)
+        out *= invstd
+        if affine[0]:
+            out *= params[0].reshape(affine_shape)
         if affine[1]:
             out += params[-1].reshape(affine_shape)
         return out
@@ -152,7 +151,7 @@ class Normalize(Function):
             xp.subtract(gc, gb3[:, c] / n, out=out)
             out -= xhat
             out *= scale[:, c]
-        _by_channel_blocks(xp, x, run)
+        for_large_blocks(xp, x.shape[1], x.nbytes, run)
         return gx, self._param_grad(gw, need_w), self._param_grad(gb, need_b)
 
     def _tensor_grads(self, g, x, weight, need_x, need_w, need_b) -> tuple:
@@ -308,19 +307,6 @@ def _count(shape: tuple, dims: tuple) -> int:
     return math.prod(shape[d] for d in dims)
 
 
-# Arrays smaller than this are normalised on the calling thread: a thread would cost more.
-_THREADED_BYTES = 1 << 20
-
-
-def _by_channel_blocks(xp, x, fn) -> None:
-    """fn(lo, hi) over the channels (dim 1) of array `x`, in blocks shared out among the
-    intra-op threads when `xp` is NumPy and x is large enough to gain from them."""
-    if xp.__name__ == "numpy" and x.nbytes >= _THREADED_BYTES:
-        parallel_for(x.shape[1], fn)
-    elif x.shape[1]:
-        fn(0, x.shape[1])
-
-
 def _channel_rows(a):
     """(N, C, *) `a` as (N, C, L), or a (1, C, 1, ...) statistic as (1, C, 1): every
     channel's block then has one shape, so its sums run in one order whatever the block."""
@@ -350,7 +336,7 @@ def _channel_moments(xp, x, eps: float) -> tuple:
         xp.divide(_channel_sums(xp, x3[:, lo:hi]), count, out=m)
         xp.subtract(x3[:, lo:hi], m, out=c)
         var3[:, lo:hi] = _channel_sums(xp, c, c) / count
-    _by_channel_blocks(xp, x, run)
+    for_large_blocks(xp, x.shape[1], x.nbytes, run)
     return mean, var, 1 / xp.sqrt(var + x.dtype.type(eps)), centered
 
 
