@@ -1,9 +1,12 @@
 """Shared fixtures: the available backends (CuPy ones marked `gpu`), a second fake CPU-like
-device, and a seeded RNG."""
+device, a seeded RNG, and the two paths of the CPU kernels (NumPy's, numba's)."""
 
 from __future__ import annotations
 
+import importlib.util
+
 import dlfree as dl
+from dlfree.backends import numba_kernels
 from dlfree.device import _backends, register_backend
 
 import numpy as np
@@ -31,3 +34,16 @@ def fake_device():
     register_backend(DataTestBackend())
     yield dl.Device("datatest")
     _backends.pop("datatest")
+
+
+@pytest.fixture(params=["numpy-kernels", "numba-loops"])
+def kernel_path(request) -> str:
+    """Run once with the NumPy block kernels and once with numba's compiled loops
+    (dlfree.backends.numba_kernels), which is skipped where numba is not installed."""
+    compiled = request.param == "numba-loops"
+    if compiled and importlib.util.find_spec("numba") is None:
+        pytest.skip("numba is not installed (pip install dlfree[numba])")
+    numba_kernels.set_enabled(compiled)
+    assert (numba_kernels.kernels() is not None) == compiled
+    yield request.param
+    numba_kernels.set_enabled(None)

@@ -1,7 +1,8 @@
 """layer_norm on the CPU works through blocks of rows: forward and every gradient match
 torch when the rows split into several blocks with a short last one, for each affine and
 requires-grad combination, for leading and normalized dims of any count, and when empty, on
-one thread or two (the blocks shared out, the parameter gradients the same every run)."""
+one thread or two (the blocks shared out, the parameter gradients the same every run), with
+the NumPy kernels and with numba's compiled loops."""
 
 from __future__ import annotations
 
@@ -14,6 +15,9 @@ import pytest
 import torch
 
 norm = importlib.import_module("dlfree.ops.norm")  # dlfree.ops.norm is also a function's name
+
+# each test runs on the NumPy kernels and on numba's compiled loops (tests/conftest.py)
+pytestmark = pytest.mark.usefixtures("kernel_path")
 
 # (input shape, normalized_shape, block size in elements): 2 rows a block over 7 rows,
 # 1 row a block over 6, 3 rows a block over 10, one block

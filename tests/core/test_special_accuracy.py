@@ -96,6 +96,7 @@ def _gelu_grid() -> np.ndarray:
                            [0.0, 30.0, -30.0, 1e30, -1e30]]).astype(np.float32)
 
 
+@pytest.mark.usefixtures("kernel_path")
 def test_gelu_float32_within_stated_bounds():
     """x >= 0: within 3 ulp of the result; x < 0, where x * Phi(x) comes from a tail that
     float32 cannot resolve in relative terms: within 2e-7 absolute (torch's float32 GELU
@@ -110,6 +111,7 @@ def test_gelu_float32_within_stated_bounds():
     assert err[~right].max() < 2e-7
 
 
+@pytest.mark.usefixtures("kernel_path")
 def test_gelu_float32_gradient_within_3e_7():
     x = _gelu_grid()
     t = dl.tensor(x, requires_grad=True)
@@ -132,6 +134,7 @@ def test_gelu_float64_keeps_1e_15():
     assert np.abs(t.grad.numpy() - dref).max() < 1e-15
 
 
+@pytest.mark.usefixtures("kernel_path")
 @pytest.mark.parametrize("dtype, rtol", [("float32", 3e-7), ("float64", 1e-15)])
 def test_gelu_edge_values(dtype, rtol):
     """Signed zeros, tiny and large values, NaN (the tolerance as in the dense tests); far
@@ -153,6 +156,7 @@ def _erf_gelu_and_grad(x: np.ndarray, g: np.ndarray) -> list[np.ndarray]:
     return [dl.erf(dl.tensor(x)).numpy(), out.detach().numpy(), t.grad.numpy()]
 
 
+@pytest.mark.usefixtures("kernel_path")
 @pytest.mark.parametrize("dtype", ["float16", "float32"])
 def test_blocks_cover_every_element(dtype, monkeypatch):
     """Blocks of 7 over 75 elements (the last one short), from a transposed input, give
@@ -167,6 +171,7 @@ def test_blocks_cover_every_element(dtype, monkeypatch):
         np.testing.assert_array_max_ulp(blocked, expected, maxulp=1)
 
 
+@pytest.mark.usefixtures("kernel_path")
 def test_threads_share_the_blocks_without_changing_a_bit(monkeypatch):
     """Blocks of 16 over 1000 elements: four threads take runs of them (two blocks at the
     least), for erf, GELU and GELU's backward, and agree bit for bit with one thread."""
@@ -196,6 +201,7 @@ def test_threads_share_the_blocks_without_changing_a_bit(monkeypatch):
         dl.set_num_threads(before)
 
 
+@pytest.mark.usefixtures("kernel_path")
 def test_gelu_on_empty_and_scalar_tensors():
     assert F.gelu(dl.zeros(0, 3)).shape == (0, 3)
     x = dl.tensor(1.5, requires_grad=True)

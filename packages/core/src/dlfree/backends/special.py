@@ -18,6 +18,7 @@ import math
 import numpy as np
 
 from ..threads import parallel_for
+from . import numba_kernels
 
 # erf(x) / x as a series in T_k(2x² - 1), for |x| < 1.
 _ERF_OVER_X = (
@@ -152,16 +153,23 @@ def _elementwise(fn, doc: str, single=None):
 
 
 # ------------------------------------------------------------- float32, in blocks
-def _blockwise(xp, block, dtype, *inputs):
+def _blockwise(xp, block, dtype, *inputs, compiled: str | None = None):
     """`block(xp, out, *inputs, s, t)` on float32 blocks of at most _BLOCK elements of the
     same-shape `inputs` (s and t are scratch of the block's size); the result in `dtype`.
-    On NumPy, large arrays are shared out among the intra-op threads in runs of blocks."""
+    On NumPy, large arrays are shared out among the intra-op threads in runs of blocks, and
+    the loop named `compiled` in `numba_kernels` (the same formula) replaces `block` when
+    numba is there."""
     flat = [xp.ascontiguousarray(a, dtype=xp.float32).reshape(-1) for a in inputs]
     out = xp.empty(inputs[0].shape, xp.float32)
     flat_out = out.reshape(-1)
     n = flat_out.size
+    loops = numba_kernels.kernels() if xp is np and compiled is not None else None
 
     def run(first: int, last: int) -> None:
+        if loops is not None:
+            start, stop = first * _BLOCK, min(last * _BLOCK, n)
+            getattr(loops, compiled)(*[a[start:stop] for a in flat], flat_out[start:stop])
+            return
         s, t = xp.empty(min(n, _BLOCK), xp.float32), xp.empty(min(n, _BLOCK), xp.float32)
         for start in range(first * _BLOCK, min(last * _BLOCK, n), _BLOCK):
             stop = min(start + _BLOCK, n)
@@ -221,7 +229,7 @@ def _normal_cdf(xp, x):
 def gelu(xp, x):
     """GELU, x·Phi(x) with Phi the standard normal CDF, of a float array (keeping its dtype)."""
     if x.dtype.itemsize <= 4:
-        return _blockwise(xp, _gelu_block, x.dtype, x)
+        return _blockwise(xp, _gelu_block, x.dtype, x, compiled="gelu")
     x64 = x.astype(xp.float64, copy=False)
     return (x64 * _normal_cdf(xp, x64)).astype(x.dtype, copy=False)
 
@@ -230,7 +238,7 @@ def gelu_grad(xp, g, x):
     """g·GELU'(x) = g·(Phi(x) + x·phi(x)), phi the standard normal density: GELU's backward."""
     dtype = xp.result_type(g, x)
     if dtype.itemsize <= 4:
-        return _blockwise(xp, _gelu_grad_block, dtype, g, x)
+        return _blockwise(xp, _gelu_grad_block, dtype, g, x, compiled="gelu_grad")
     x64 = x.astype(xp.float64, copy=False)
     pdf = xp.exp(-0.5 * x64 * x64) * _INV_SQRT_2PI
     return (g * (_normal_cdf(xp, x64) + x64 * pdf)).astype(dtype, copy=False)

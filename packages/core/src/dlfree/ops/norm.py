@@ -17,6 +17,7 @@ import numbers
 from ..autograd.autocasting import autocast_policy
 from ..autograd.function import Function
 from ..autograd.grad_mode import STATE, no_grad
+from ..backends import numba_kernels
 from ..errors import ShapeError
 from ..tensor import Tensor
 from ..threads import for_large_blocks, parallel_for
@@ -206,8 +207,15 @@ def _layer_norm_rows(xp, x, shape: tuple, w, b, eps: float) -> tuple:
     mean, invstd = xp.empty(rows, x.dtype), xp.empty(rows, x.dtype)
     ones = xp.ones(size, x.dtype)
     blocks = _row_blocks(rows, size)
+    loops = _compiled_loops(xp, x, w, b)
 
     def run(first: int, last: int) -> None:
+        if loops is not None:
+            r = slice(blocks[first].start, blocks[last - 1].stop)
+            loops.layer_norm_rows(x[r], ones if w is None else w, xp.zeros_like(ones)
+                                  if b is None else b, x.dtype.type(eps), out[r], mean[r],
+                                  invstd[r])
+            return
         for r in blocks[first:last]:
             xb, ob, mb, ib = x[r], out[r], mean[r], invstd[r]
             xp.vecdot(xb, ones, out=mb)  # row sums as dot products: one SIMD pass
@@ -246,9 +254,21 @@ def _layer_norm_rows_grads(xp, g, x, shape: tuple, w, mean, invstd, need_x, need
     scale = -1 / max(size, 1)
     parts: dict = {}  # first block of a chunk -> that chunk's (grad_w, grad_b) sums
 
+    loops = _compiled_loops(xp, x, g, w)
+
     def run(first: int, last: int) -> None:
         gw = xp.zeros(size, x.dtype) if need_w else None
         gb = xp.zeros(size, x.dtype) if need_b else None
+        if loops is not None:
+            r = slice(blocks[first].start, blocks[last - 1].stop)
+            unused = xp.empty(0, x.dtype)
+            loops.layer_norm_rows_grads(
+                g[r], x[r], xp.ones(size, x.dtype) if w is None else w, mean[r], invstd[r],
+                unused.reshape(0, 0) if gx_rows is None else gx_rows[r],
+                unused if gw is None else gw, unused if gb is None else gb, need_x, need_w,
+                need_b)
+            parts[first] = gw, gb
+            return
         centered, product = (xp.empty((block_rows, size), x.dtype) for _ in range(2))
         column = xp.empty(size, x.dtype)
         for r in blocks[first:last]:
@@ -285,6 +305,16 @@ def _layer_norm_rows_grads(xp, g, x, shape: tuple, w, mean, invstd, need_x, need
     gw = _added(xp, [p[0] for p in ordered], size, x.dtype) if need_w else None
     gb = _added(xp, [p[1] for p in ordered], size, x.dtype) if need_b else None
     return gx, gw, gb
+
+
+def _compiled_loops(xp, x, *others):
+    """`numba_kernels`' loops when they can run on these NumPy arrays (float32 or float64,
+    `others` of x's dtype or None, a row size above 0), else None."""
+    if xp.__name__ != "numpy" or x.dtype.char not in "fd" or x.size == 0:
+        return None
+    if any(a is not None and a.dtype != x.dtype for a in others):
+        return None
+    return numba_kernels.kernels()
 
 
 def _added(xp, arrays: list, size: int, dtype):
