@@ -1,6 +1,7 @@
-"""Time dl.free's NumPy activation kernels against numexpr and numba on the same arrays,
-the measurement behind docs/performance.md's "why not numexpr or numba". Either library is
-skipped when it is not installed (neither is a dependency):
+"""Time dl.free's activation and layer-norm kernels, NumPy's and numba's compiled loops,
+against plain numexpr and numba expressions on the same arrays: the measurement behind
+docs/performance.md's "Elementwise kernels". Each library is skipped when it is not
+installed (numba is the optional dlfree[numba]; numexpr is not used by dl.free):
 
     pip install numexpr numba && python benchmarks/elementwise_libraries.py
 """
@@ -13,6 +14,7 @@ import time
 
 import dlfree as dl
 import dlfree.functional as F
+from dlfree.backends import numba_kernels, special
 
 import numpy as np
 
@@ -31,10 +33,19 @@ def _ms(fn, reps: int = 20) -> float:
     return float(np.median(times)) * 1e3
 
 
-def _numpy_cases(x) -> dict:
-    t = dl.tensor(x)
-    return {"tanh-GELU": lambda: F.gelu(t, approximate="tanh"), "SiLU": lambda: F.silu(t),
-            "exact GELU": lambda: F.gelu(t)}
+def _dlfree_cases(compiled: bool):
+    """dl.free's kernels, with numba's compiled loops (dlfree.backends.numba_kernels) on
+    or off: GELU forward and backward and layer norm forward, where those loops exist."""
+    def cases(x) -> dict:
+        numba_kernels.set_enabled(compiled)
+        t, g = dl.tensor(x), np.ones_like(x)
+        found = {"tanh-GELU": lambda: F.gelu(t, approximate="tanh"), "SiLU": lambda: F.silu(t),
+                 "exact GELU": lambda: F.gelu(t), "exact GELU backward":
+                 lambda: special.gelu_grad(np, g, x), "LayerNorm(768)":
+                 lambda: F.layer_norm(t, (DIM,))}
+        return found if not compiled else {k: found[k] for k in
+                                           ("exact GELU", "exact GELU backward", "LayerNorm(768)")}
+    return cases
 
 
 def _numexpr_cases(x) -> dict:
@@ -62,7 +73,9 @@ def _numba_cases(x) -> dict:
 
 def main() -> None:
     x = np.random.default_rng(0).standard_normal((ROWS, DIM), dtype=np.float32)
-    libraries = {"dl.free (NumPy)": _numpy_cases}
+    libraries = {"dl.free (NumPy)": _dlfree_cases(False)}
+    if importlib.util.find_spec("numba"):
+        libraries["dl.free (numba loops)"] = _dlfree_cases(True)
     for name, cases in (("numexpr", _numexpr_cases), ("numba", _numba_cases)):
         if importlib.util.find_spec(name):
             libraries[name] = cases
