@@ -6,6 +6,8 @@ float32 from one polynomial through tanh or exp, block by block so that the temp
 in cache: about 20 passes over 128 KiB instead of 40 over the whole array. There, large |x|
 overflows intermediate values to inf, which tanh and exp turn into the right limits; the
 kernels expect the backend's context that ops run in, where NumPy does not warn of it.
+With numba installed, float32 GELU and its gradient run as compiled loops over the same
+blocks instead (`numba_kernels`).
 
 The Chebyshev coefficients were computed for this file in 50-digit arithmetic (mpmath), as
 the coefficients of the smooth functions named beside them.

@@ -7,6 +7,8 @@ recorded (`create_graph=True`) the same formula runs on Tensors, so double backw
 On the CPU, batch norm's statistics, output and gradients are computed per block of
 channels, the blocks shared out among the intra-op threads; each channel is computed
 whole by one thread in the same way, so the results are the same for any thread count.
+Layer norm's rows run as numba's compiled loops when it is installed
+(`backends/numba_kernels.py`), over the same chunks of rows.
 """
 
 from __future__ import annotations
