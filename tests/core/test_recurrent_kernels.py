@@ -84,3 +84,26 @@ def test_changing_the_output_in_place_is_caught(mode):
     out.mul_(2)
     with pytest.raises(AutogradError, match="modified by an in-place operation"):
         out.sum().backward()
+
+
+@pytest.mark.parametrize("reverse", [False, True])
+def test_compiled_backward_step_matches_the_numpy_one(reverse):
+    """numba's LSTM backward step (float32) against the NumPy ufuncs it replaces, over a
+    whole sequence from a nonzero c0: within float32 rounding of each other."""
+    pytest.importorskip("numba", reason="numba is not installed (pip install dlfree[numba])")
+    from dlfree.backends import numba_kernels
+
+    xs, h0, c0, w_hh, b_hh = (t.detach().numpy() for t in _inputs("LSTM", np.float32, seed=3))
+    out, gates, tanh_c = recurrent.lstm_forward(np, xs, h0, c0, w_hh, b_hh, reverse)
+    grad = np.random.default_rng(4).standard_normal(out.shape).astype(np.float32)
+    results = []
+    try:
+        for compiled in (False, True):
+            numba_kernels.set_enabled(compiled)
+            results.append(recurrent.lstm_backward(np, grad, out, gates, tanh_c, h0, c0, w_hh,
+                                                   True, reverse))
+    finally:
+        numba_kernels.set_enabled(None)
+    for numpy_grad, compiled_grad in zip(*results, strict=True):
+        assert compiled_grad.dtype == np.float32
+        np.testing.assert_allclose(compiled_grad, numpy_grad, rtol=1e-5, atol=1e-6)

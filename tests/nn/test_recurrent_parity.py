@@ -81,6 +81,7 @@ def _sequence_call(layer: str, with_state: bool):
     return lambda module, x, h: _flat(module(x, h))
 
 
+@pytest.mark.usefixtures("kernel_path")  # the LSTM's float32 backward step: NumPy and numba
 @pytest.mark.parametrize("direction", ["torch_to_dl", "dl_to_torch"])
 @pytest.mark.parametrize("case", SEQUENCE_CASES, ids=[c[0] for c in SEQUENCE_CASES])
 def test_sequence_layers_match_torch(case, direction, device):

@@ -1,6 +1,6 @@
 """Fused CPU loops compiled by numba, used in place of some NumPy block kernels when numba
 is installed (`pip install dlfree[numba]`): exact GELU and its gradient in float32, layer
-norm forward and backward over rows.
+norm forward and backward over rows, and an LSTM step's backward in float32.
 
 A NumPy kernel makes one pass over its block per array operation (about 20 for GELU);
 each loop here makes one pass, with every intermediate in a register, which is 4-8x

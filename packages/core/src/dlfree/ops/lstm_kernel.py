@@ -5,10 +5,20 @@ differentiable backward: forward writes every step's gates, h and c straight int
 preallocated (T, B, ·) arrays with in-place ufuncs, and backward through time writes every
 step's gate gradient into one (T, B, 4H) array, so neither direction allocates per step
 beyond what BLAS and the ufuncs need internally. The weights' gradients are then one GEMM
-over all steps.
+over all steps. In float32 on NumPy with numba installed, each backward step's gate
+arithmetic is one compiled loop (`backends.numba_kernels`) instead of about 20 ufunc calls.
 """
 
 from __future__ import annotations
+
+from ..backends import numba_kernels
+
+
+def _compiled_loops(xp, *arrays):
+    """numba's loops when every array is float32 on NumPy (their exp is float32's)."""
+    if xp.__name__ != "numpy" or any(a.dtype != xp.float32 for a in arrays):
+        return None
+    return numba_kernels.kernels()
 
 
 def _sigmoid_(xp, a) -> None:
@@ -21,6 +31,24 @@ def _sigmoid_(xp, a) -> None:
 
 def _order(length: int, reverse: bool) -> range:
     return range(length - 1, -1, -1) if reverse else range(length)
+
+
+def _cell(xp, a, x, b_hh, c_prev, h, c, tanh_c, scratch) -> None:
+    """One step after its hidden product `a` (B, 4H): the gates activated in `a` from it,
+    the input share `x` and `b_hh` (or None), then c, tanh(c) and h from c_prev."""
+    n = c.shape[1]
+    a += x
+    if b_hh is not None:
+        a += b_hh
+    i, f, g, o = a[:, :n], a[:, n:2 * n], a[:, 2 * n:3 * n], a[:, 3 * n:]
+    _sigmoid_(xp, a[:, :2 * n])
+    xp.tanh(g, out=g)
+    _sigmoid_(xp, o)
+    xp.multiply(f, c_prev, out=c)
+    xp.multiply(i, g, out=scratch)
+    c += scratch
+    xp.tanh(c, out=tanh_c)
+    xp.multiply(o, tanh_c, out=h)
 
 
 def lstm_forward(xp, xs, h0, c0, w_hh, b_hh, reverse: bool) -> tuple:
@@ -39,21 +67,44 @@ def lstm_forward(xp, xs, h0, c0, w_hh, b_hh, reverse: bool) -> tuple:
     for t in _order(steps, reverse):
         a = gates[t]
         xp.matmul(h, w_t, out=a)
-        a += xs[t]
-        if b_hh is not None:
-            a += b_hh
-        i, f, g, o = a[:, :n], a[:, n:2 * n], a[:, 2 * n:3 * n], a[:, 3 * n:]
-        _sigmoid_(xp, a[:, :2 * n])
-        xp.tanh(g, out=g)
-        _sigmoid_(xp, o)
         h, c_new = out[t, :, :n], out[t, :, n:]
-        xp.multiply(f, c, out=c_new)
-        xp.multiply(i, g, out=scratch)
-        c_new += scratch
-        xp.tanh(c_new, out=tanh_c[t])
-        xp.multiply(o, tanh_c[t], out=h)
+        _cell(xp, a, xs[t], b_hh, c, h, c_new, tanh_c[t], scratch)
         c = c_new
     return out, gates, tanh_c
+
+
+def _cell_grads(xp, gates, tanh_c, c_prev, grad_h, grad_c, dh, dc, d_gates, s) -> None:
+    """`numba_kernels`' `lstm_cell_grads` in NumPy ufuncs (`s` is (B, H) scratch)."""
+    n = dc.shape[1]
+    i, f, g, o = (gates[:, j * n:(j + 1) * n] for j in range(4))
+    di, df, dg, do = (d_gates[:, j * n:(j + 1) * n] for j in range(4))
+    dh += grad_h
+    dc += grad_c
+    # dc += dh * o * (1 - tanh(c)^2)
+    xp.multiply(tanh_c, tanh_c, out=s)
+    xp.subtract(1, s, out=s)
+    s *= o
+    s *= dh
+    dc += s
+    # d(o gate pre-activation) = dh * tanh(c) * o * (1 - o)
+    xp.subtract(1, o, out=do)
+    do *= o
+    do *= tanh_c
+    do *= dh
+    # di = dc * g * i * (1 - i); df = dc * c_prev * f * (1 - f); dg = dc * i * (1 - g^2)
+    xp.subtract(1, i, out=di)
+    di *= i
+    di *= g
+    di *= dc
+    xp.subtract(1, f, out=df)
+    df *= f
+    df *= c_prev
+    df *= dc
+    xp.multiply(g, g, out=dg)
+    xp.subtract(1, dg, out=dg)
+    dg *= i
+    dg *= dc
+    dc *= f
 
 
 def lstm_backward(xp, grad, out, gates, tanh_c, h0, c0, w_hh, bias: bool,
@@ -67,39 +118,16 @@ def lstm_backward(xp, grad, out, gates, tanh_c, h0, c0, w_hh, bias: bool,
     dc = xp.zeros((batch, n), dtype=gates.dtype)
     s = xp.empty((batch, n), dtype=gates.dtype)
     order = list(_order(steps, reverse))
+    loops = _compiled_loops(xp, grad, out, gates, h0, c0, w_hh)
     for k in range(steps - 1, -1, -1):
         t = order[k]
         c_prev = out[order[k - 1], :, n:] if k else c0
-        i, f, g, o = (gates[t, :, j * n:(j + 1) * n] for j in range(4))
-        di, df, dg, do = (d_gates[t, :, j * n:(j + 1) * n] for j in range(4))
-        tc = tanh_c[t]
-        dh += grad[t, :, :n]
-        dc += grad[t, :, n:]
-        # dc += dh * o * (1 - tanh(c)^2)
-        xp.multiply(tc, tc, out=s)
-        xp.subtract(1, s, out=s)
-        s *= o
-        s *= dh
-        dc += s
-        # d(o gate pre-activation) = dh * tanh(c) * o * (1 - o)
-        xp.subtract(1, o, out=do)
-        do *= o
-        do *= tc
-        do *= dh
-        # di = dc * g * i * (1 - i); df = dc * c_prev * f * (1 - f); dg = dc * i * (1 - g^2)
-        xp.subtract(1, i, out=di)
-        di *= i
-        di *= g
-        di *= dc
-        xp.subtract(1, f, out=df)
-        df *= f
-        df *= c_prev
-        df *= dc
-        xp.multiply(g, g, out=dg)
-        xp.subtract(1, dg, out=dg)
-        dg *= i
-        dg *= dc
-        dc *= f
+        if loops is not None:
+            prev = (out[order[k - 1]], n) if k else (c0, 0)
+            loops.lstm_cell_grads(gates[t], tanh_c[t], *prev, grad[t], dh, dc, d_gates[t])
+        else:
+            _cell_grads(xp, gates[t], tanh_c[t], c_prev, grad[t, :, :n], grad[t, :, n:], dh,
+                        dc, d_gates[t], s)
         xp.matmul(d_gates[t], w_hh, out=dh)
     d_hh, d_b_hh = hidden_weight_grads(d_gates, h0, out[:, :, :n], bias, reverse)
     return d_gates, d_hh, dh, dc, d_b_hh
