@@ -1,11 +1,11 @@
 """The loops of `numba_kernels`, compiled by numba (imported only when it is installed).
 
 Every loop writes into arrays its caller allocated and returns nothing; the callers
-(`special._blockwise`, `ops.norm`) split the work into blocks and threads as for their
-NumPy kernels. Elementwise loops compile with fused multiply-adds only, so they vectorize
-without changing how NaN and infinities come out; the row reductions of layer norm also
-let the compiler reorder the sum (vector lanes), a fixed order in the machine code, so a
-row's sums are the same every run.
+(`special._blockwise`, `ops.norm`, `ops.lstm_kernel`) split the work into blocks and
+threads as for their NumPy kernels. Elementwise loops compile with fused multiply-adds
+only, so they vectorize without changing how NaN and infinities come out; the row
+reductions of layer norm also let the compiler reorder the sum (vector lanes), a fixed
+order in the machine code, so a row's sums are the same every run.
 """
 
 from __future__ import annotations
@@ -134,23 +134,21 @@ def layer_norm_rows_grads(g, x, w, mean, invstd, gx, gw, gb, need_x, need_w, nee
 
 
 @njit(**_ELEMENTWISE)
-def lstm_cell_grads(gates, tanh_c, prev, prev_col, grad, dh, dc, d_gates):
-    """One step of an LSTM's backward through time (`ops.lstm_kernel`): adds the step's
-    output gradient `grad` (B, 2H: h's, then c's) to the running `dh`, `dc` (B, H), writes
-    the gates' pre-activation gradients `d_gates` (B, 4H), and leaves in `dc` the gradient of the
-    step's c_prev, which is `prev`'s columns from `prev_col` (the step before's h and c, or
-    c0 with 0); `dh` is then the caller's, from d_gates @ W_hh. `gates` holds the activated
-    gates (i, f, g, o) and `tanh_c` the step's tanh(c). Whole C-ordered arrays rather than
-    column slices, so that the compiled loop knows its strides."""
+def lstm_cell_grads(gates, tanh_c, c_prev, grad_h, grad_c, dh, dc, d_gates):
+    """One step of an LSTM's backward through time (`ops.lstm_kernel._cell_grads`, the same
+    in ufuncs): adds the step's output gradients `grad_h`, `grad_c` to the running `dh`,
+    `dc` (B, H), writes the gates' pre-activation gradients `d_gates` (B, 4H) from the
+    activated `gates` (i, f, g, o), the step's `tanh_c` and `c_prev`, and leaves in `dc` the
+    gradient of c_prev; `dh` is then the caller's, from d_gates @ W_hh."""
     batch, n = dc.shape
     for r in range(batch):
         for j in range(n):
             i, f, g, o = gates[r, j], gates[r, n + j], gates[r, 2 * n + j], gates[r, 3 * n + j]
             t = tanh_c[r, j]
-            h_grad = dh[r, j] + grad[r, j]
-            c_grad = dc[r, j] + grad[r, n + j] + h_grad * o * (_F(1) - t * t)
+            h_grad = dh[r, j] + grad_h[r, j]
+            c_grad = dc[r, j] + grad_c[r, j] + h_grad * o * (_F(1) - t * t)
             d_gates[r, j] = c_grad * g * i * (_F(1) - i)
-            d_gates[r, n + j] = c_grad * prev[r, prev_col + j] * f * (_F(1) - f)
+            d_gates[r, n + j] = c_grad * c_prev[r, j] * f * (_F(1) - f)
             d_gates[r, 2 * n + j] = c_grad * i * (_F(1) - g * g)
             d_gates[r, 3 * n + j] = h_grad * t * o * (_F(1) - o)
             dc[r, j] = c_grad * f

@@ -22,7 +22,7 @@ import importlib
 import importlib.util
 import os
 
-__all__ = ["kernels", "set_enabled"]
+__all__ = ["kernels", "kernels_for", "set_enabled"]
 
 _enabled: bool | None = None  # None: not decided yet (the environment, then numba's presence)
 _module = None
@@ -54,3 +54,15 @@ def kernels():
     if _module is None:
         _module = importlib.import_module("._numba_loops", __package__)
     return _module
+
+
+def kernels_for(xp, dtypes: str, *arrays):
+    """`kernels()` where its loops can run: `xp` is NumPy and every one of `arrays` (None
+    skipped) has the same dtype, one of `dtypes` (NumPy dtype characters, e.g. "fd");
+    else None."""
+    given = [a for a in arrays if a is not None]
+    if xp.__name__ != "numpy" or not given or given[0].dtype.char not in dtypes:
+        return None
+    if any(a.dtype != given[0].dtype for a in given):
+        return None
+    return kernels()

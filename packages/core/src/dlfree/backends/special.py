@@ -165,7 +165,7 @@ def _blockwise(xp, block, dtype, *inputs, compiled: str | None = None):
     out = xp.empty(inputs[0].shape, xp.float32)
     flat_out = out.reshape(-1)
     n = flat_out.size
-    loops = numba_kernels.kernels() if xp is np and compiled is not None else None
+    loops = None if compiled is None else numba_kernels.kernels_for(xp, "f", *flat)
 
     def run(first: int, last: int) -> None:
         if loops is not None:

@@ -14,13 +14,6 @@ from __future__ import annotations
 from ..backends import numba_kernels
 
 
-def _compiled_loops(xp, *arrays):
-    """numba's loops when every array is float32 on NumPy (their exp is float32's)."""
-    if xp.__name__ != "numpy" or any(a.dtype != xp.float32 for a in arrays):
-        return None
-    return numba_kernels.kernels()
-
-
 def _sigmoid_(xp, a) -> None:
     """sigmoid(a) in place, in its tanh form, which cannot overflow for either sign."""
     xp.multiply(a, 0.5, out=a)
@@ -118,13 +111,13 @@ def lstm_backward(xp, grad, out, gates, tanh_c, h0, c0, w_hh, bias: bool,
     dc = xp.zeros((batch, n), dtype=gates.dtype)
     s = xp.empty((batch, n), dtype=gates.dtype)
     order = list(_order(steps, reverse))
-    loops = _compiled_loops(xp, grad, out, gates, h0, c0, w_hh)
+    loops = numba_kernels.kernels_for(xp, "f", grad, out, gates, h0, c0, w_hh)  # float32 exp
     for k in range(steps - 1, -1, -1):
         t = order[k]
         c_prev = out[order[k - 1], :, n:] if k else c0
         if loops is not None:
-            prev = (out[order[k - 1]], n) if k else (c0, 0)
-            loops.lstm_cell_grads(gates[t], tanh_c[t], *prev, grad[t], dh, dc, d_gates[t])
+            loops.lstm_cell_grads(gates[t], tanh_c[t], c_prev, grad[t, :, :n], grad[t, :, n:],
+                                  dh, dc, d_gates[t])
         else:
             _cell_grads(xp, gates[t], tanh_c[t], c_prev, grad[t, :, :n], grad[t, :, n:], dh,
                         dc, d_gates[t], s)

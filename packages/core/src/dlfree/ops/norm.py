@@ -209,7 +209,7 @@ def _layer_norm_rows(xp, x, shape: tuple, w, b, eps: float) -> tuple:
     mean, invstd = xp.empty(rows, x.dtype), xp.empty(rows, x.dtype)
     ones = xp.ones(size, x.dtype)
     blocks = _row_blocks(rows, size)
-    loops = _compiled_loops(xp, x, w, b)
+    loops = None if x.size == 0 else numba_kernels.kernels_for(xp, "fd", x, w, b)
 
     def run(first: int, last: int) -> None:
         if loops is not None:
@@ -256,7 +256,7 @@ def _layer_norm_rows_grads(xp, g, x, shape: tuple, w, mean, invstd, need_x, need
     scale = -1 / max(size, 1)
     parts: dict = {}  # first block of a chunk -> that chunk's (grad_w, grad_b) sums
 
-    loops = _compiled_loops(xp, x, g, w)
+    loops = None if x.size == 0 else numba_kernels.kernels_for(xp, "fd", x, g, w)
 
     def run(first: int, last: int) -> None:
         gw = xp.zeros(size, x.dtype) if need_w else None
@@ -307,16 +307,6 @@ def _layer_norm_rows_grads(xp, g, x, shape: tuple, w, mean, invstd, need_x, need
     gw = _added(xp, [p[0] for p in ordered], size, x.dtype) if need_w else None
     gb = _added(xp, [p[1] for p in ordered], size, x.dtype) if need_b else None
     return gx, gw, gb
-
-
-def _compiled_loops(xp, x, *others):
-    """`numba_kernels`' loops when they can run on these NumPy arrays (float32 or float64,
-    `others` of x's dtype or None, a row size above 0), else None."""
-    if xp.__name__ != "numpy" or x.dtype.char not in "fd" or x.size == 0:
-        return None
-    if any(a is not None and a.dtype != x.dtype for a in others):
-        return None
-    return numba_kernels.kernels()
 
 
 def _added(xp, arrays: list, size: int, dtype):
