@@ -1,7 +1,8 @@
 """batch_norm in training on the CPU works per block of channels, the blocks shared out
 among the intra-op threads: the output, the running statistics and every gradient are
 bit for bit the same on one, two or three threads (each channel is computed whole by one
-thread), and match torch, for 1-d to 3-d inputs, with and without affine parameters."""
+thread), and match torch, for 1-d to 3-d inputs, with and without affine parameters, on
+the NumPy block kernels and on numba's loops (`kernel_path`)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,8 @@ from dlfree import threads
 import numpy as np
 import pytest
 import torch
+
+pytestmark = pytest.mark.usefixtures("kernel_path")
 
 SHAPES = [(6, 5), (4, 7, 9), (3, 5, 4, 6), (2, 3, 2, 3, 4)]
 

@@ -82,8 +82,10 @@ CONV_CASES = [
 
 @pytest.fixture
 def shifted(monkeypatch):
-    """The shifted layout wherever it applies, and a `_MIN_DEPTH` at which these small
-    channel counts choose every copy depth."""
+    """The GEMM paths (numba's fused nine-tap loops, tested in test_conv_nine_taps.py,
+    switched off), the shifted layout wherever it applies, and a `_MIN_DEPTH` at which
+    these small channel counts choose every copy depth."""
+    monkeypatch.setattr(conv, "_nine_tap_loops", lambda *args: None)
     monkeypatch.setattr(conv, "_shifted_pays", lambda *args: True)
     monkeypatch.setattr(conv, "_MIN_DEPTH", 4)
 

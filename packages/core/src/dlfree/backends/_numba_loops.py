@@ -1,11 +1,13 @@
 """The loops of `numba_kernels`, compiled by numba (imported only when it is installed).
 
 Every loop writes into arrays its caller allocated and returns nothing; the callers
-(`special._blockwise`, `ops.norm`, `ops.lstm_kernel`) split the work into blocks and
-threads as for their NumPy kernels. Elementwise loops compile with fused multiply-adds
+(`special._blockwise`, `ops.norm`, `ops.lstm_kernel`, `ops.conv`) split the work into
+blocks and threads as for their NumPy kernels. Elementwise loops compile with fused multiply-adds
 only, so they vectorize without changing how NaN and infinities come out; the row
 reductions of layer norm also let the compiler reorder the sum (vector lanes), a fixed
-order in the machine code, so a row's sums are the same every run.
+order in the machine code, so a row's sums are the same every run. Loops read slices
+whose start is computed once (never an index that could be negative, which numba would
+wrap around), so their loads stay contiguous and vectorize.
 """
 
 from __future__ import annotations
@@ -152,3 +154,168 @@ def lstm_cell_grads(gates, tanh_c, c_prev, grad_h, grad_c, dh, dc, d_gates):
             d_gates[r, 2 * n + j] = c_grad * i * (_F(1) - g * g)
             d_gates[r, 3 * n + j] = h_grad * t * o * (_F(1) - o)
             dc[r, j] = c_grad * f
+
+
+# ------------------------------------------------- 3x3 convolutions, taps fused in cache
+@njit(**_INLINE)
+def _nine_taps(w, o, c):
+    """The nine tap weights of output channel `o`, input channel `c`, as scalars."""
+    return (w[o, c, 0], w[o, c, 1], w[o, c, 2], w[o, c, 3], w[o, c, 4], w[o, c, 5],
+            w[o, c, 6], w[o, c, 7], w[o, c, 8])
+
+
+@njit(**_INLINE)
+def _dot9(k, x0, x1, x2, x3, x4, x5, x6, x7, x8):
+    return (k[0] * x0 + k[1] * x1 + k[2] * x2 + k[3] * x3 + k[4] * x4 + k[5] * x5
+            + k[6] * x6 + k[7] * x7 + k[8] * x8)
+
+
+@njit(**_INLINE)
+def _add9(s, g, x0, x1, x2, x3, x4, x5, x6, x7, x8):
+    return (s[0] + g * x0, s[1] + g * x1, s[2] + g * x2, s[3] + g * x3, s[4] + g * x4,
+            s[5] + g * x5, s[6] + g * x6, s[7] + g * x7, s[8] + g * x8)
+
+
+@njit(**_ELEMENTWISE)
+def conv_nine_taps(image, w, bias, shifts, acc, y, span, rows, lo, hi):
+    """y[n, o, i, j] = bias[o] + sum over c and the nine taps t of w[o, c, t] ·
+    image[c, q + shifts[t]], q the output's position in the shifted layout (`ops.conv`):
+    a stride-1 convolution, four output channels at a time over `rows` rows of the layout,
+    their partial sums in the (4, rows · row length) scratch `acc`, which stays in cache.
+
+    `image` is (C, length), the padded images (C, P0, N, P1) flattened per channel;
+    `w` is (O', C, 9) with O' the O of `y` (N, O, G0, G1) rounded up to a multiple of 4;
+    `bias` (O,) or empty; every q < span plus a shift lies inside `image`. Work item b of
+    lo:hi is row block b // (O' / 4) of output channels 4·(b % (O' / 4)) onwards."""
+    channels, quads = image.shape[0], w.shape[0] // 4
+    batch, out_channels, grid1 = y.shape[0], y.shape[1], y.shape[3]
+    width = acc.shape[1] // rows
+    s0, s1, s2, s3, s4, s5, s6, s7, s8 = (shifts[0], shifts[1], shifts[2], shifts[3],
+                                          shifts[4], shifts[5], shifts[6], shifts[7],
+                                          shifts[8])
+    for b in range(lo, hi):
+        start, o = (b // quads) * rows * width, 4 * (b % quads)
+        stop = min(span, start + rows * width)
+        a0, a1, a2, a3 = (acc[0, :stop - start], acc[1, :stop - start],
+                          acc[2, :stop - start], acc[3, :stop - start])
+        a0[:], a1[:], a2[:], a3[:] = 0, 0, 0, 0
+        for c in range(channels):
+            x = image[c]
+            y0, y1, y2 = x[start + s0:stop + s0], x[start + s1:stop + s1], x[start + s2:stop + s2]
+            y3, y4, y5 = x[start + s3:stop + s3], x[start + s4:stop + s4], x[start + s5:stop + s5]
+            y6, y7, y8 = x[start + s6:stop + s6], x[start + s7:stop + s7], x[start + s8:stop + s8]
+            k0, k1 = _nine_taps(w, o, c), _nine_taps(w, o + 1, c)
+            k2, k3 = _nine_taps(w, o + 2, c), _nine_taps(w, o + 3, c)
+            for i in range(stop - start):
+                x0, x1, x2, x3, x4 = y0[i], y1[i], y2[i], y3[i], y4[i]
+                x5, x6, x7, x8 = y5[i], y6[i], y7[i], y8[i]
+                a0[i] += _dot9(k0, x0, x1, x2, x3, x4, x5, x6, x7, x8)
+                a1[i] += _dot9(k1, x0, x1, x2, x3, x4, x5, x6, x7, x8)
+                a2[i] += _dot9(k2, x0, x1, x2, x3, x4, x5, x6, x7, x8)
+                a3[i] += _dot9(k3, x0, x1, x2, x3, x4, x5, x6, x7, x8)
+        for r in range(0, stop - start, width):  # each row's kept outputs into y
+            row = (start + r) // width
+            n, g = row % batch, row // batch
+            for k in range(min(4, out_channels - o)):
+                source, target = acc[k, r:r + grid1], y[n, o + k, g]
+                shift = bias[o + k] if bias.size else y.dtype.type(0)
+                for j in range(grid1):
+                    target[j] = source[j] + shift
+
+
+@njit(**_REDUCING)
+def conv_nine_taps_weight_grad(image, grads, shifts, dw, span, chunk, lo, hi):
+    """dw[o, c, t] += sum over q < span of grads[o, q] · image[c, q + shifts[t]]: the
+    weight gradient of `conv_nine_taps` for output gradients `grads` (O, >= span) on the
+    shifted grid (zero where outputs are dropped), O even; `dw` (O, C, 9) starts zeroed.
+
+    Work items lo:hi are pairs of output channels (2·p, 2·p + 1); each runs over the
+    columns `chunk` at a time, every channel's chunk read once for the pair, so a result
+    is summed in the same order whichever thread computes it."""
+    channels = image.shape[0]
+    s0, s1, s2, s3, s4, s5, s6, s7, s8 = (shifts[0], shifts[1], shifts[2], shifts[3],
+                                          shifts[4], shifts[5], shifts[6], shifts[7],
+                                          shifts[8])
+    z = dw.dtype.type(0)
+    for start in range(0, span, chunk):
+        stop = min(span, start + chunk)
+        for p in range(lo, hi):
+            o = 2 * p
+            g0, g1 = grads[o, start:stop], grads[o + 1, start:stop]
+            for c in range(channels):
+                x = image[c]
+                y0, y1, y2 = (x[start + s0:stop + s0], x[start + s1:stop + s1],
+                              x[start + s2:stop + s2])
+                y3, y4, y5 = (x[start + s3:stop + s3], x[start + s4:stop + s4],
+                              x[start + s5:stop + s5])
+                y6, y7, y8 = (x[start + s6:stop + s6], x[start + s7:stop + s7],
+                              x[start + s8:stop + s8])
+                s, t = (z, z, z, z, z, z, z, z, z), (z, z, z, z, z, z, z, z, z)
+                for i in range(stop - start):
+                    x0, x1, x2, x3, x4 = y0[i], y1[i], y2[i], y3[i], y4[i]
+                    x5, x6, x7, x8 = y5[i], y6[i], y7[i], y8[i]
+                    s = _add9(s, g0[i], x0, x1, x2, x3, x4, x5, x6, x7, x8)
+                    t = _add9(t, g1[i], x0, x1, x2, x3, x4, x5, x6, x7, x8)
+                for k in range(9):
+                    dw[o, c, k] += s[k]
+                    dw[o + 1, c, k] += t[k]
+
+
+# ------------------------------------------------------------ batch norm, per channel
+@njit(**_REDUCING)
+def batch_norm_moments(x, mean, var, lo, hi):
+    """The mean and biased variance of each channel c in lo:hi of (N, C, L) `x` into
+    `mean[c]`, `var[c]`: two passes over the channel, the second over x - mean (no
+    temporary array), every sum over each image's row and then the images in order."""
+    batch, _, size = x.shape
+    count = batch * size
+    for c in range(lo, hi):
+        total = x.dtype.type(0)
+        for n in range(batch):
+            row = x[n, c]
+            for j in range(size):
+                total += row[j]
+        m = total / count
+        squares = x.dtype.type(0)
+        for n in range(batch):
+            row = x[n, c]
+            for j in range(size):
+                d = row[j] - m
+                squares += d * d
+        mean[c], var[c] = m, squares / count
+
+
+@njit(**_ELEMENTWISE)
+def batch_norm_apply(x, mean, scale, shift, out, lo, hi):
+    """out = (x - mean[c]) · scale[c] + shift[c] for channels lo:hi of (N, C, L) `x`."""
+    batch, _, size = x.shape
+    for n in range(batch):
+        for c in range(lo, hi):
+            source, target = x[n, c], out[n, c]
+            m, a, b = mean[c], scale[c], shift[c]
+            for j in range(size):
+                target[j] = (source[j] - m) * a + b
+
+
+@njit(**_REDUCING)
+def batch_norm_grads(g, x, mean, invstd, scale, gx, gw, gb, lo, hi):
+    """Batch norm's gradients in training for channels lo:hi of (N, C, L) `g` and `x`:
+    gb[c] = sum g, gw[c] = sum g·xhat (one pass), then in a second
+    gx = (g - gb[c] / count - xhat · gw[c] / count) · scale[c], scale = invstd · weight,
+    the formula of `ops.norm.Normalize._channel_grads`."""
+    batch, _, size = x.shape
+    count = batch * size
+    for c in range(lo, hi):
+        m, a = mean[c], invstd[c]
+        total, dot = x.dtype.type(0), x.dtype.type(0)
+        for n in range(batch):
+            grads, row = g[n, c], x[n, c]
+            for j in range(size):
+                total += grads[j]
+                dot += grads[j] * (row[j] - m)
+        gb[c], gw[c] = total, dot * a
+        shift, slope, k = total / count, dot * a * a / count, scale[c]
+        for n in range(batch):
+            grads, row, target = g[n, c], x[n, c], gx[n, c]
+            for j in range(size):
+                target[j] = (grads[j] - shift - (row[j] - m) * slope) * k

@@ -1,14 +1,19 @@
 """Fused CPU loops compiled by numba, used in place of some NumPy block kernels when numba
 is installed (`pip install dlfree[numba]`): exact GELU and its gradient in float32, layer
-norm forward and backward over rows, and an LSTM step's backward in float32.
+norm forward and backward over rows, batch norm's statistics, output and gradients per
+channel, an LSTM step's backward in float32, and 3x3 convolutions of stride 1 with their
+weight gradient (`ops.conv`).
 
 A NumPy kernel makes one pass over its block per array operation (about 20 for GELU);
 each loop here makes one pass, with every intermediate in a register, which is 4-8x
 faster on those kernels. The loops are compiled without the GIL, one block or chunk of
 rows per call, and `dlfree.threads.parallel_for` runs them side by side exactly as it runs
 the NumPy block kernels: numba's own thread pool is never started, and the block
-decomposition, hence every result, is the one the NumPy path uses. They compute the same
-formulas as the NumPy kernels, to float32 rounding.
+decomposition, hence every result, is the one the NumPy path uses (the convolution loops
+have their own work items, each output summed whole by one, so their results do not
+depend on the thread count either). They compute the same formulas as the NumPy kernels,
+to float32 rounding; the convolutions sum in another order than a GEMM, within the bound
+stated in tests/core/test_conv_nine_taps.py.
 
 `kernels()` imports numba at the first call and returns None when it is not installed or
 when `DLFREE_NUMBA=0`; `set_enabled` switches them off and on at run time (the tests run

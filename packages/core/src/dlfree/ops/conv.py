@@ -15,6 +15,13 @@ copied into the rows to make it deep enough, sums to the result with far less co
 A 1x1 kernel of stride 1 without padding needs no columns at all (`_pointwise`): each
 image, (C, L) as it lies, is the GEMM's operand, so the convolution and both its duals
 are batched GEMMs over the images with no copy.
+With numba installed, a 2-d convolution of stride 1 with nine taps (3x3) and one group,
+in float32 or float64, skips the GEMMs (`_NineTaps`): compiled loops over the image in
+the shifted layout form each output's nine products for every channel in cache, and its
+duals are the same loops (the input gradient a nine-tap convolution with the flipped
+kernel, the weight gradient nine dot products per channel pair). The tap copies and
+partial sums that the GEMMs need cost more memory traffic than the multiplications at the
+channel counts of CIFAR or early ImageNet layers (see docs/performance.md).
 `unfold` and `fold` are im2col and col2im on their own, each the other's adjoint.
 """
 
@@ -25,9 +32,11 @@ import numbers
 
 from ..autograd.autocasting import autocast_policy
 from ..autograd.function import Function
+from ..backends import numba_kernels
 from ..backends.im2col import Shifted, Window, scratch
 from ..backends.openblas import gemm
 from ..errors import DTypeError, ShapeError
+from ..threads import parallel_for
 from ._util import check_float
 
 __all__ = ["pad", "conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d",
@@ -139,10 +148,81 @@ def _columns(backend, x, window, groups: int):
     return columns.reshape(groups, columns.shape[0] // groups, columns.shape[1])
 
 
+def _nine_tap_loops(xp, x, window, groups: int):
+    """numba's fused loops for a convolution of `x` under `window`, or None: they serve
+    one group of float32 or float64 images with a 2-d nine-tap kernel (3x3, or 1x9, any
+    padding and dilation) of stride 1 in the shifted layout, when numba is installed."""
+    if groups != 1 or len(window.kernel) != 2 or math.prod(window.kernel) != 9 or \
+            0 in x.shape[:2] or \
+            Shifted.of(window, x.shape[0]) is None:
+        return None
+    return numba_kernels.kernels_for(xp, "fd", x)
+
+
+# Columns per work item of the fused loops: four output channels' partial sums over this
+# many columns (16 KiB in float32) stay in the L1 cache while every input channel's nine
+# shifted rows stream past; the weight gradient's sums run over longer stretches.
+_TAP_CHUNK, _TAP_GRAD_CHUNK = 1024, 4096
+
+
+class _NineTaps:
+    """A nine-tap convolution computed by numba's fused loops (`_nine_tap_loops`): the
+    image in the shifted layout, no tap copied, and each output the sum of its nine
+    shifted products over every channel, formed in cache. GEMMs over copied taps pay
+    for a memory pass per tap; this reads each image once per four output channels."""
+
+    def __init__(self, loops, xp, x, window):
+        self.loops, self.xp, self.window = loops, xp, window
+        self.layout = Shifted.of(window, x.shape[0])
+        self.matrix = self.layout.image(xp, x, 1)[0]  # (C, length)
+        self.shifts = xp.array(self.layout.offsets(range(len(window.kernel))), xp.int64)
+
+    def convolve(self, w, bias=None):
+        """x ⋆ w (+ bias, one per output channel) as (N, O, *grid)."""
+        xp, layout, o, c = self.xp, self.layout, w.shape[0], w.shape[1]
+        taps = xp.zeros((-(-o // 4) * 4, c, 9), w.dtype)  # zero rows up to a multiple of 4
+        taps[:o] = w.reshape(o, c, 9)
+        bias = xp.zeros(0, w.dtype) if bias is None else bias
+        out = xp.empty((layout.batch, o) + self.window.grid, w.dtype)
+        width = self.window.padded[1]  # one row of the layout: a padded image row
+        rows = max(1, _TAP_CHUNK // width)
+        blocks = -(-layout.span // (rows * width))
+
+        def run(lo: int, hi: int) -> None:
+            acc = xp.empty((4, rows * width), w.dtype)
+            self.loops.conv_nine_taps(self.matrix, taps, bias, self.shifts, acc, out,
+                                      layout.span, rows, lo, hi)
+        parallel_for(blocks * (taps.shape[0] // 4), run)
+        return out
+
+    def weight_grad(self, y, shape: tuple):
+        """The gradient of the weights, of `shape`, for the output gradient `y`."""
+        xp, layout, o = self.xp, self.layout, shape[0]
+        grads = layout.grid(xp, y)
+        if o % 2:  # a zero row makes the channels pairs
+            grads = xp.concatenate([grads, xp.zeros_like(grads[:1])])
+        dw = xp.zeros((grads.shape[0], shape[1], 9), y.dtype)
+
+        def run(lo: int, hi: int) -> None:
+            self.loops.conv_nine_taps_weight_grad(self.matrix, grads, self.shifts, dw,
+                                                  layout.span, _TAP_GRAD_CHUNK, lo, hi)
+        parallel_for(dw.shape[0] // 2, run)
+        return dw[:o].reshape(shape)
+
+
+def _columns_for(device, x, window, groups: int, out_channels: int):
+    """What Conv multiplies by the weights and ConvWeight by the output gradient: numba's
+    fused nine-tap loops where they apply (`_nine_tap_loops`), else `_Columns`."""
+    loops = _nine_tap_loops(device.xp, x, window, groups)
+    if loops is not None:
+        return _NineTaps(loops, device.xp, x, window)
+    return _Columns(device, x, window, groups, out_channels)
+
+
 class _Columns:
     """The columns of images `x` under a window, for a convolution to `out_channels`, in
-    the layout that serves it best: what Conv multiplies by the weights and ConvWeight
-    by the output gradient."""
+    the layout that serves it best (of im2col, the shifted layout with taps copied, and
+    the images themselves for a 1x1 kernel)."""
 
     def __init__(self, device, x, window, groups: int, out_channels: int):
         self.xp, self.window, self.groups = device.xp, window, groups
@@ -256,7 +336,7 @@ class Conv(Function):
         nx, nw = (self.needs_input_grad or (False, False))[:2]
         self.saves = ((0,) if nw else ()) + ((1,) if nx else ())
         self.window, self.groups = window, groups
-        columns = _Columns(self.device, x, window, groups, w.shape[0])
+        columns = _columns_for(self.device, x, window, groups, w.shape[0])
         if nw:  # the weight gradient multiplies them again; keeping them saves a copy
             self.columns = columns
         return columns.convolve(w, *bias)
@@ -295,7 +375,8 @@ class ConvTranspose(Function):
 def _convolve_transposed(device, y, w, window, groups: int):
     """(N, O, *grid) y times Conv's adjoint in x, for (O, C/groups, *kernel) weights w.
 
-    With stride 1 it takes one of two shapes. When the images have fewer channels than
+    With stride 1 it takes one of three shapes. Where numba's nine-tap loops apply to the
+    adjoint convolution, they compute it. When the images have fewer channels than
     y (per group), W^T @ y gives each tap's columns in the shifted layout, which
     are added at their shifts (col2im, but with contiguous adds). Otherwise it is a
     convolution of y with the flipped, transposed kernel, which copies y's columns
@@ -308,6 +389,10 @@ def _convolve_transposed(device, y, w, window, groups: int):
         y = y.reshape(y.shape[0], groups, out_channels, math.prod(window.grid))
         x = xp.matmul(w_t, y)
         return x.reshape((y.shape[0], groups * channels) + window.size)
+    adjoint = _adjoint_window(window) if w.size else None
+    if adjoint is not None and _nine_tap_loops(xp, y, adjoint, groups) is not None:
+        return _NineTaps(numba_kernels.kernels(), xp, y, adjoint).convolve(
+            _adjoint_weight(xp, w, groups))
     layout = Shifted.of(window, y.shape[0]) if w.size else None
     if layout is not None and channels < out_channels:
         rows = _weight_rows(w, groups, d)[0].swapaxes(1, 2)  # (groups, T * C/g, O/g)
@@ -315,7 +400,6 @@ def _convolve_transposed(device, y, w, window, groups: int):
         taps = xp.matmul(rows, grads, out=scratch(xp, rows.shape[:2] + grads.shape[2:], y.dtype))
         taps = taps.reshape(groups, -1, channels, layout.span)
         return layout.add_taps(xp, taps, layout.offsets(range(d)))
-    adjoint = _adjoint_window(window) if w.size else None
     if adjoint is not None and Shifted.of(adjoint, y.shape[0]) is not None:
         columns = _Columns(device, y, adjoint, groups, channels * groups)
         return columns.convolve(_adjoint_weight(xp, w, groups))
@@ -336,7 +420,7 @@ class ConvWeight(Function):
         self.saves = ((0,) if ny else ()) + ((1,) if nx else ())
         self.window, self.groups = window, groups
         if columns is None:
-            columns = _Columns(self.device, x, window, groups, y.shape[1])
+            columns = _columns_for(self.device, x, window, groups, y.shape[1])
         return columns.weight_grad(y, (y.shape[1], x.shape[1] // groups) + window.kernel)
 
     def backward(self, g):

@@ -7,8 +7,10 @@ recorded (`create_graph=True`) the same formula runs on Tensors, so double backw
 On the CPU, batch norm's statistics, output and gradients are computed per block of
 channels, the blocks shared out among the intra-op threads; each channel is computed
 whole by one thread in the same way, so the results are the same for any thread count.
-Layer norm's rows run as numba's compiled loops when it is installed
-(`backends/numba_kernels.py`), over the same chunks of rows.
+Layer norm's rows, and batch norm's channels, run as numba's compiled loops when it is
+installed (`backends/numba_kernels.py`), over the same chunks: batch norm then makes two
+reading passes for its statistics and one writing pass for its output (no x - mean
+array), and two passes for its gradients.
 """
 
 from __future__ import annotations
@@ -63,6 +65,10 @@ class Normalize(Function):
                 self.xp, x, self._rows(x), params[0].reshape(-1) if affine[0] else None,
                 params[-1].reshape(-1) if affine[1] else None, eps)
             return out
+        if centered is None and invstd.shape == affine_shape and x.ndim > 1:
+            loops = numba_kernels.kernels_for(self.xp, "fd", x, mean, invstd, *params)
+            if loops is not None:  # per-channel statistics, by numba's loop: one pass
+                return _channel_apply(self.xp, loops, x, mean, invstd, *params, affine=affine)
         out = x - mean if centered is None else centered
         if affine[0] and invstd.shape == affine_shape:  # per-channel statistics: one pass
             scale = invstd * params[0].reshape(affine_shape)
@@ -138,6 +144,16 @@ class Normalize(Function):
         gx = xp.empty(x.shape, x.dtype)
         gw, gb = xp.empty(self.invstd.shape, x.dtype), xp.empty(self.invstd.shape, x.dtype)
         scale = self.invstd if w is None else self.invstd * w
+        loops = numba_kernels.kernels_for(xp, "fd", g, x, self.mean, scale)
+        if loops is not None:
+            g3, x3, gx3 = _channel_rows(g), _channel_rows(x), _channel_rows(gx)
+            mean, invstd = self.mean.reshape(-1), self.invstd.reshape(-1)
+            scale, gw1, gb1 = scale.reshape(-1), gw.reshape(-1), gb.reshape(-1)
+
+            def fused(lo: int, hi: int) -> None:
+                loops.batch_norm_grads(g3, x3, mean, invstd, scale, gx3, gw1, gb1, lo, hi)
+            for_large_blocks(xp, x.shape[1], x.nbytes, fused)
+            return gx, self._param_grad(gw, need_w), self._param_grad(gb, need_b)
         g, x, out3 = _channel_rows(g), _channel_rows(x), _channel_rows(gx)
         mean, invstd, scale = _channel_rows(self.mean), _channel_rows(self.invstd), \
             _channel_rows(scale)
@@ -345,10 +361,35 @@ def _channel_sums(xp, a, b=None):
     return xp.vecdot(rows, xp.ones(a.shape[0], a.dtype))[None, :, None]
 
 
+def _channel_apply(xp, loops, x, mean, invstd, *params, affine: tuple):
+    """(x - mean) · invstd · weight + bias with one mean and invstd per channel (dim 1)
+    of NumPy array `x`, in one pass by numba's loop, per block of channels."""
+    c = x.shape[1]
+    scale = invstd.reshape(c) * params[0].reshape(c) if affine[0] else invstd.reshape(c)
+    shift = params[-1].reshape(c) if affine[1] else xp.zeros(c, x.dtype)
+    out = xp.empty(x.shape, x.dtype)
+    x3, out3, mean = _channel_rows(x), _channel_rows(out), mean.reshape(c)
+
+    def run(lo: int, hi: int) -> None:
+        loops.batch_norm_apply(x3, mean, scale, shift, out3, lo, hi)
+    for_large_blocks(xp, c, x.nbytes, run)
+    return out
+
+
 def _channel_moments(xp, x, eps: float) -> tuple:
     """`_moments` over every dim but the channels (dim 1) of NumPy array `x`, per block
-    of channels."""
+    of channels; with numba's loops, without x - mean (returned as None)."""
     shape = (1, x.shape[1]) + (1,) * (x.ndim - 2)
+    loops = numba_kernels.kernels_for(xp, "fd", x)
+    if loops is not None:
+        mean, var, x3 = xp.empty(x.shape[1], x.dtype), xp.empty(x.shape[1], x.dtype), \
+            _channel_rows(x)
+
+        def moments(lo: int, hi: int) -> None:
+            loops.batch_norm_moments(x3, mean, var, lo, hi)
+        for_large_blocks(xp, x.shape[1], x.nbytes, moments)
+        mean, var = mean.reshape(shape), var.reshape(shape)
+        return mean, var, 1 / xp.sqrt(var + x.dtype.type(eps)), None
     mean, var, centered = xp.empty(shape, x.dtype), xp.empty(shape, x.dtype), xp.empty_like(x)
     count = max(x.size // max(x.shape[1], 1), 1)
     x3, mean3, var3, centered3 = (_channel_rows(a) for a in (x, mean, var, centered))

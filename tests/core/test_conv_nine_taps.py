@@ -1,0 +1,190 @@
+"""numba's fused nine-tap convolution loops (`ops.conv._NineTaps`): 2-d convolutions of
+stride 1 with a 3x3 (or 1x9) kernel and one group, in float32 and float64, forward and
+both gradients, when numba is installed.
+
+They sum each output in another order than a GEMM (per input channel, its nine taps, then
+the next channel), so in float32 they do not round as torch does. Their bound, stated
+here, is the standard one for a sum of K products computed in any order:
+|computed - exact| <= K * u * sum |terms|, with u = 2**-24 the unit roundoff and K the
+number of terms (C * 9 + 1 for an output, O * 9 for an input gradient, N * H * W for a
+weight gradient); the exact values and the sums of |terms| come from torch in float64.
+In float64 they are held to torch by gradcheck (finite differences) and double backward.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+
+import dlfree as dl
+from dlfree import threads
+from dlfree.backends import im2col, numba_kernels
+from dlfree.ops import conv
+
+import numpy as np
+import pytest
+import torch
+
+from support.parity import Case, check_gradcheck, check_gradgrad
+
+pytestmark = pytest.mark.skipif(importlib.util.find_spec("numba") is None,
+                                reason="numba is not installed (pip install dlfree[numba])")
+
+U32 = 2.0 ** -24
+
+# (x shape, weight shape, conv2d keywords): output channels not a multiple of 4 (zero
+# rows) and odd (the weight gradient's pairs), one channel, one image, padding beyond the
+# kernel, asymmetric 'same' padding of a 1x9 kernel, dilation, no padding
+CASES = [
+    ((2, 5, 4, 4), (2, 5, 3, 3), {"padding": "same"}),
+    ((3, 4, 6, 7), (6, 4, 3, 3), {"padding": 1}),
+    ((1, 1, 5, 5), (5, 1, 3, 3), {"padding": 2}),
+    ((2, 3, 7, 6), (4, 3, 3, 3), {"padding": 2, "dilation": 2}),
+    ((2, 3, 6, 12), (3, 3, 1, 9), {"padding": "same"}),
+    ((2, 8, 6, 5), (8, 8, 3, 3), {}),
+]
+
+
+@pytest.fixture
+def compiled():
+    numba_kernels.set_enabled(True)
+    yield
+    numba_kernels.set_enabled(None)
+
+
+@pytest.fixture
+def calls(monkeypatch):
+    """How many calls each fused loop got (one per thread that took a share of the work)."""
+    counts = {"conv_nine_taps": 0, "conv_nine_taps_weight_grad": 0}
+    loops = numba_kernels.kernels()
+    for name in counts:
+        original = getattr(loops, name)
+
+        def counted(*args, _name=name, _original=original):
+            counts[_name] += 1
+            return _original(*args)
+        monkeypatch.setattr(loops, name, counted)
+    return counts
+
+
+def _abs_conv(x, w, kw):
+    """torch in float64: the exact convolution and that of the absolute values."""
+    f = torch.nn.functional.conv2d
+    return f(x, w, **kw), f(x.abs(), w.abs(), **kw)
+
+
+def _run(x, w, b, g, kw):
+    ours = [dl.tensor(a, requires_grad=True) for a in (x, w, b)]
+    out = dl.functional.conv2d(*ours, **kw)
+    out.backward(dl.tensor(g))
+    return [out.detach().numpy()] + [a.grad.numpy() for a in ours]
+
+
+@pytest.mark.parametrize("xs, ws, kw", CASES, ids=str)
+def test_float32_within_the_summation_bound(compiled, calls, xs, ws, kw):
+    rng = np.random.default_rng(0)
+    x, w = rng.standard_normal(xs).astype(np.float32), rng.standard_normal(ws).astype(np.float32)
+    b = rng.standard_normal(ws[0]).astype(np.float32)
+    x64, w64, b64 = (torch.tensor(a, dtype=torch.float64, requires_grad=True) for a in (x, w, b))
+    exact = torch.nn.functional.conv2d(x64, w64, b64, **kw)
+    g = rng.standard_normal(tuple(exact.shape)).astype(np.float32)
+    g64 = torch.tensor(g, dtype=torch.float64)
+    exact.backward(g64)
+    out, gx, gw, gb = _run(x, w, b, g, kw)
+    assert calls["conv_nine_taps"] and calls["conv_nine_taps_weight_grad"]
+
+    _, magnitude = _abs_conv(x64.detach(), w64.detach(), kw)
+    magnitude = magnitude + b64.detach().abs().reshape(-1, 1, 1)
+    bound = (xs[1] * 9 + 1) * U32 * magnitude.numpy()
+    assert np.all(np.abs(out - exact.detach().numpy()) <= bound)
+
+    # grad x is the convolution's adjoint applied to g; of |g| and |w|, its terms' sizes
+    x_abs = torch.zeros_like(x64, requires_grad=True)
+    (torch.nn.functional.conv2d(x_abs, w64.detach().abs(), **kw) * g64.abs()).sum().backward()
+    assert np.all(np.abs(gx - x64.grad.numpy()) <= ws[0] * 9 * U32 * x_abs.grad.numpy())
+
+    w_abs = torch.zeros_like(w64, requires_grad=True)
+    (torch.nn.functional.conv2d(x64.detach().abs(), w_abs, **kw) * g64.abs()).sum().backward()
+    terms = g.shape[0] * g.shape[2] * g.shape[3]
+    assert np.all(np.abs(gw - w64.grad.numpy()) <= terms * U32 * w_abs.grad.numpy())
+    np.testing.assert_allclose(gb, b64.grad.numpy(), rtol=1e-5)
+
+
+def _case(xs, ws, kw):
+    return Case(f"conv2d{xs}{ws}", lambda m, a, b, c: (torch.nn.functional if m is torch
+                                                       else m.functional).conv2d(a, b, c, **kw),
+                [xs, ws, (ws[0],)], gradgrad=True)
+
+
+@pytest.mark.parametrize("check", [check_gradcheck, check_gradgrad],
+                         ids=["gradcheck", "gradgrad"])
+@pytest.mark.parametrize("xs, ws, kw", CASES[:4], ids=str)
+def test_float64_gradients_and_double_backward(compiled, calls, check, xs, ws, kw):
+    check(_case(xs, ws, kw), "cpu")
+    assert calls["conv_nine_taps"] and calls["conv_nine_taps_weight_grad"]
+
+
+def test_results_do_not_depend_on_the_thread_count(compiled, monkeypatch):
+    """Every output and weight-gradient entry is summed by one work item in one order."""
+    rng = np.random.default_rng(1)
+    x = rng.standard_normal((4, 6, 9, 40)).astype(np.float32)
+    w = rng.standard_normal((7, 6, 3, 3)).astype(np.float32)
+    b = rng.standard_normal(7).astype(np.float32)
+    g = rng.standard_normal((4, 7, 9, 40)).astype(np.float32)
+    monkeypatch.setattr(conv, "_TAP_CHUNK", 64)  # many work items even at this size
+    monkeypatch.setattr(conv, "_TAP_GRAD_CHUNK", 100)
+    before = dl.get_num_threads()
+    try:
+        dl.set_num_threads(1)
+        serial = _run(x, w, b, g, {"padding": 1})
+        monkeypatch.setattr(threads, "_THREADED_BYTES", 0)
+        dl.set_num_threads(3)
+        threaded = _run(x, w, b, g, {"padding": 1})
+    finally:
+        dl.set_num_threads(before)
+    for one, many in zip(serial, threaded, strict=True):
+        np.testing.assert_array_equal(one, many)
+
+
+def test_pooled_buffers_are_fully_overwritten(compiled, monkeypatch):
+    """The loops never read what a reused scratch buffer held: NaN in every pooled
+    buffer changes nothing."""
+    monkeypatch.setattr(im2col, "_SCRATCH_MIN", 0)
+    monkeypatch.setattr(im2col, "_POOL", im2col._Pool())
+    rng = np.random.default_rng(2)
+    x, w = rng.standard_normal((2, 3, 5, 6)), rng.standard_normal((5, 3, 3, 3))
+    b, g = rng.standard_normal(5), rng.standard_normal((2, 5, 5, 6))
+    clean = _run(x, w, b, g, {"padding": 1})
+    assert im2col._POOL.buffers
+    for buffer in im2col._POOL.buffers:
+        buffer.fill(255)  # NaN in every float dtype
+    for first, again in zip(clean, _run(x, w, b, g, {"padding": 1}), strict=True):
+        np.testing.assert_array_equal(first, again)
+
+
+@pytest.mark.parametrize("kw, ws, dtype, fused", [
+    ({"padding": 1}, (4, 3, 3, 3), np.float32, True),
+    ({"padding": 1}, (4, 3, 3, 3), np.float64, True),
+    ({"padding": 1, "stride": 2}, (4, 3, 3, 3), np.float32, False),  # strided: im2col
+    ({"padding": 1, "groups": 3}, (3, 1, 3, 3), np.float32, False),  # grouped
+    ({"padding": 1}, (4, 3, 5, 5), np.float32, False),  # 25 taps
+    ({"padding": 1}, (4, 3, 3, 3), np.float16, False),  # no half-precision loop: GEMMs
+])
+def test_which_convolutions_take_the_loops(compiled, calls, kw, ws, dtype, fused):
+    x = dl.tensor(np.ones((2, 3, 6, 6), dtype))
+    w = dl.tensor(np.ones(ws, dtype))
+    out = dl.functional.conv2d(x, w, **kw)
+    assert (calls["conv_nine_taps"] > 0) == fused
+    expected = torch.nn.functional.conv2d(torch.ones(2, 3, 6, 6, dtype=torch.float64),
+                                          torch.ones(ws, dtype=torch.float64), **kw)
+    np.testing.assert_array_equal(out.numpy(), expected.numpy().astype(dtype))
+
+
+def test_switched_off_the_gemm_paths_run(calls):
+    numba_kernels.set_enabled(False)
+    try:
+        x = dl.tensor(np.ones((2, 3, 6, 6), np.float32), requires_grad=True)
+        w = dl.tensor(np.ones((4, 3, 3, 3), np.float32), requires_grad=True)
+        dl.functional.conv2d(x, w, padding=1).sum().backward()
+    finally:
+        numba_kernels.set_enabled(None)
+    assert calls == {"conv_nine_taps": 0, "conv_nine_taps_weight_grad": 0}
