@@ -188,3 +188,20 @@ def test_switched_off_the_gemm_paths_run(calls):
     finally:
         numba_kernels.set_enabled(None)
     assert calls == {"conv_nine_taps": 0, "conv_nine_taps_weight_grad": 0}
+
+
+def test_strided_inputs_and_a_broadcast_gradient(compiled, calls):
+    """A transposed view as the input and the expanded gradient of sum() are read where
+    they lie."""
+    rng = np.random.default_rng(3)
+    x, w = rng.standard_normal((2, 3, 7, 5)), rng.standard_normal((4, 3, 3, 3))
+    ours = [dl.tensor(a, requires_grad=True) for a in (x, w)]
+    ref = [torch.tensor(a, requires_grad=True) for a in (x, w)]
+    out = dl.functional.conv2d(ours[0].transpose(2, 3), ours[1], padding=1)
+    expected = torch.nn.functional.conv2d(ref[0].transpose(2, 3), ref[1], padding=1)
+    np.testing.assert_allclose(out.detach().numpy(), expected.detach().numpy(), atol=1e-12)
+    out.sum().backward()
+    expected.sum().backward()
+    for a, b in zip(ours, ref, strict=True):
+        np.testing.assert_allclose(a.grad.numpy(), b.grad.numpy(), atol=1e-12)
+    assert calls["conv_nine_taps"] and calls["conv_nine_taps_weight_grad"]

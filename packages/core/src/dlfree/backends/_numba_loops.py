@@ -319,3 +319,42 @@ def batch_norm_grads(g, x, mean, invstd, scale, gx, gw, gb, lo, hi):
             grads, row, target = g[n, c], x[n, c], gx[n, c]
             for j in range(size):
                 target[j] = (grads[j] - shift - (row[j] - m) * slope) * k
+
+
+# ----------------------------------------------- the shifted layout of 2-d images
+@njit(**_ELEMENTWISE)
+def shifted_image(x, out, top, left, lo, hi):
+    """Channels lo:hi of (N, C, H, W) images `x` into `out`, (C, P0, N, P1), zero-padded
+    by `top` rows and `left` columns before (and the rest of P0, P1 after): the shifted
+    layout of `ops.conv`, written in one pass with its padding."""
+    batch, _, height, width = x.shape
+    rows, row = out.shape[1], out.shape[3]
+    zero = out.dtype.type(0)
+    for c in range(lo, hi):
+        for p in range(rows):
+            r = p - top
+            for n in range(batch):
+                target = out[c, p, n]
+                if r < 0 or r >= height:
+                    target[:] = zero
+                    continue
+                source, interior = x[n, c, r], target[left:left + width]
+                target[:left] = zero
+                for j in range(width):
+                    interior[j] = source[j]
+                target[left + width:] = zero
+
+
+@njit(**_ELEMENTWISE)
+def shifted_grid(y, out, lo, hi):
+    """Channels lo:hi of (N, O, G0, G1) outputs (or their gradients) `y` into `out`,
+    (O, G0, N, P1), zero in the columns past G1: outputs on the shifted layout's grid."""
+    batch, _, rows, width = y.shape
+    zero = out.dtype.type(0)
+    for o in range(lo, hi):
+        for p in range(rows):
+            for n in range(batch):
+                source, target = y[n, o, p], out[o, p, n]
+                for j in range(width):
+                    target[j] = source[j]
+                target[width:] = zero
