@@ -328,7 +328,7 @@ def shifted_image(x, out, top, left, lo, hi):
     by `top` rows and `left` columns before (and the rest of P0, P1 after): the shifted
     layout of `ops.conv`, written in one pass with its padding."""
     batch, _, height, width = x.shape
-    rows, row = out.shape[1], out.shape[3]
+    rows = out.shape[1]
     zero = out.dtype.type(0)
     for c in range(lo, hi):
         for p in range(rows):
