@@ -11,24 +11,13 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import time
 
 import numpy as np
+from median_time import median_ms
 
 # (N, C, H, W): the three stages of a CIFAR ResNet-20 at batch 128, and the conv2d workload
 SHAPES = [(128, 16, 32, 32), (128, 32, 16, 16), (128, 64, 8, 8), (32, 64, 32, 32)]
 RUNS = {"numba loops": ("dlfree", "1"), "GEMM paths": ("dlfree", "0"), "PyTorch": ("torch", "")}
-
-
-def _ms(fn, reps: int = 7) -> float:
-    """The median time of `fn()` in milliseconds, after one warm-up call."""
-    fn()
-    times = []
-    for _ in range(reps):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return float(np.median(times)) * 1e3
 
 
 def _problem(shape):
@@ -51,8 +40,8 @@ def _measure(framework: str) -> None:
         tensor, no_grad = dl.tensor, dl.no_grad
     def times(x, w, g) -> tuple:
         with no_grad():
-            forward = _ms(lambda: F.conv2d(x, w, padding=1))
-        return forward, _ms(lambda: F.conv2d(x, w, padding=1).backward(g))
+            forward = median_ms(lambda: F.conv2d(x, w, padding=1), 7)
+        return forward, median_ms(lambda: F.conv2d(x, w, padding=1).backward(g), 7)
 
     for shape in SHAPES:
         x, w, g = (tensor(a) for a in _problem(shape))

@@ -10,27 +10,16 @@ from __future__ import annotations
 
 import importlib.util
 import math
-import time
 
 import dlfree as dl
 import dlfree.functional as F
 from dlfree.backends import numba_kernels, special
 
 import numpy as np
+from median_time import median_ms
 
 ROWS, DIM = 4096, 768
 K = np.float32(math.sqrt(2 / math.pi))
-
-
-def _ms(fn, reps: int = 20) -> float:
-    """The median time of `fn()` in milliseconds, after one warm-up call."""
-    fn()
-    times = []
-    for _ in range(reps):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return float(np.median(times)) * 1e3
 
 
 def _dlfree_cases(compiled: bool):
@@ -84,7 +73,7 @@ def main() -> None:
     print(f"forward on ({ROWS}, {DIM}) float32, median ms, {dl.get_num_threads()} thread(s)")
     with dl.no_grad():
         for library, cases in libraries.items():
-            timed = ", ".join(f"{case} {_ms(fn):.2f}" for case, fn in cases(x).items())
+            timed = ", ".join(f"{case} {median_ms(fn):.2f}" for case, fn in cases(x).items())
             print(f"  {library}: {timed}")
 
 
