@@ -159,9 +159,10 @@ def _nine_tap_loops(xp, x, window, groups: int):
     return numba_kernels.kernels_for(xp, "fd", x)
 
 
-# Columns per work item of the fused loops: four output channels' partial sums over this
-# many columns (16 KiB in float32) stay in the L1 cache while every input channel's nine
-# shifted rows stream past; the weight gradient's sums run over longer stretches.
+# Output positions per work item of the fused loops (rounded down to whole layout rows):
+# four output channels' partial sums over this many (16 KiB in float32) stay in the L1
+# cache while every input channel's nine shifted rows stream past; the weight gradient's
+# sums run over longer stretches.
 _TAP_CHUNK, _TAP_GRAD_CHUNK = 1024, 4096
 
 
@@ -402,9 +403,9 @@ def _convolve_transposed(device, y, w, window, groups: int):
         x = xp.matmul(w_t, y)
         return x.reshape((y.shape[0], groups * channels) + window.size)
     adjoint = _adjoint_window(window) if w.size else None
-    if adjoint is not None and _nine_tap_loops(xp, y, adjoint, groups) is not None:
-        return _NineTaps(numba_kernels.kernels(), xp, y, adjoint).convolve(
-            _adjoint_weight(xp, w, groups))
+    loops = None if adjoint is None else _nine_tap_loops(xp, y, adjoint, groups)
+    if loops is not None:
+        return _NineTaps(loops, xp, y, adjoint).convolve(_adjoint_weight(xp, w, groups))
     layout = Shifted.of(window, y.shape[0]) if w.size else None
     if layout is not None and channels < out_channels:
         rows = _weight_rows(w, groups, d)[0].swapaxes(1, 2)  # (groups, T * C/g, O/g)
