@@ -268,7 +268,7 @@ def batch_norm_moments(x, mean, var, lo, hi):
     `mean[c]`, `var[c]`: two passes over the channel, the second over x - mean (no
     temporary array), every sum over each image's row and then the images in order."""
     batch, _, size = x.shape
-    count = batch * size
+    count = x.dtype.type(batch * size)  # in x's dtype, so the passes stay in it
     for c in range(lo, hi):
         total = x.dtype.type(0)
         for n in range(batch):
@@ -304,7 +304,7 @@ def batch_norm_grads(g, x, mean, invstd, scale, gx, gw, gb, lo, hi):
     gx = (g - gb[c] / count - xhat · gw[c] / count) · scale[c], scale = invstd · weight,
     the formula of `ops.norm.Normalize._channel_grads`."""
     batch, _, size = x.shape
-    count = batch * size
+    count = x.dtype.type(batch * size)  # in x's dtype, so the passes stay in it
     for c in range(lo, hi):
         m, a = mean[c], invstd[c]
         total, dot = x.dtype.type(0), x.dtype.type(0)
