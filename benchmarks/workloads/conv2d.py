@@ -17,7 +17,7 @@ from .plan import Plan
 NAME = "conv2d"
 DESCRIPTION = "conv2d 3x3, 64->64 channels, padding 1, bias, (32,64,32,32) float32, fwd+bwd"
 UNIT = "ms"
-TARGETS = {"torch": 2.5}
+TARGETS = {"torch": 1.2}
 PLANS = {"full": Plan(rounds=15, iterations=3, warmup=2),
          "quick": Plan(rounds=3, iterations=1, warmup=1)}
 
