@@ -251,6 +251,7 @@ def pooled(monkeypatch):
     return im2col._POOL
 
 
+@pytest.mark.usefixtures("kernel_path")
 def test_pooled_buffers_are_fully_overwritten(pooled, shifted):
     """Kernels never read what a reused buffer held before: results match torch after
     every pooled buffer is filled with NaN."""
@@ -303,6 +304,7 @@ THREADED_CASES = [  # (x shape, w shape, conv2d keywords): each layout copy of t
 ]
 
 
+@pytest.mark.usefixtures("kernel_path")  # the layout's copies by NumPy, or by numba's loops
 @pytest.mark.parametrize("thread_count", [2, 3])
 @pytest.mark.parametrize("xs, ws, kw", THREADED_CASES)
 def test_threaded_layout_copies_give_the_serial_results(shifted, monkeypatch, thread_count,

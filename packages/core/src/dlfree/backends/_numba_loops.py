@@ -1,11 +1,11 @@
 """The loops of `numba_kernels`, compiled by numba (imported only when it is installed).
 
 Every loop writes into arrays its caller allocated and returns nothing; the callers
-(`special._blockwise`, `ops.norm`, `ops.lstm_kernel`, `ops.conv`) split the work into
-blocks and threads as for their NumPy kernels. Elementwise loops compile with fused multiply-adds
-only, so they vectorize without changing how NaN and infinities come out; the row
-reductions of layer norm also let the compiler reorder the sum (vector lanes), a fixed
-order in the machine code, so a row's sums are the same every run. Loops read slices
+(`special._blockwise`, `ops.norm`, `ops.lstm_kernel`, `ops.conv`, `im2col`) split the
+work into blocks and threads as for their NumPy kernels. Elementwise loops compile with
+fused multiply-adds only, so they vectorize without changing how NaN and infinities come
+out; the row reductions of layer norm also let the compiler reorder the sum (vector
+lanes), a fixed order in the machine code, so a row's sums are the same every run. Loops read slices
 whose start is computed once (never an index that could be negative, which numba would
 wrap around), so their loads stay contiguous and vectorize.
 """
@@ -227,12 +227,12 @@ def conv_nine_taps(image, w, bias, shifts, acc, y, span, rows, lo, hi):
 def conv_nine_taps_weight_grad(image, grads, shifts, dw, span, chunk, lo, hi):
     """dw[o, c, t] += sum over q < span of grads[o, q] · image[c, q + shifts[t]]: the
     weight gradient of `conv_nine_taps` for output gradients `grads` (O, >= span) on the
-    shifted grid (zero where outputs are dropped), O even; `dw` (O, C, 9) starts zeroed.
+    shifted grid (zero where outputs are dropped); `dw` (O, C, 9) starts zeroed.
 
-    Work items lo:hi are pairs of output channels (2·p, 2·p + 1); each runs over the
-    columns `chunk` at a time, every channel's chunk read once for the pair, so a result
-    is summed in the same order whichever thread computes it."""
-    channels = image.shape[0]
+    Work items lo:hi are pairs of output channels (2·p, 2·p + 1; the last alone when O is
+    odd); each runs over the columns `chunk` at a time, every channel's chunk read once
+    for the pair, so a result is summed in the same order whichever thread computes it."""
+    channels, last = image.shape[0], grads.shape[0] - 1
     s0, s1, s2, s3, s4, s5, s6, s7, s8 = (shifts[0], shifts[1], shifts[2], shifts[3],
                                           shifts[4], shifts[5], shifts[6], shifts[7],
                                           shifts[8])
@@ -241,7 +241,7 @@ def conv_nine_taps_weight_grad(image, grads, shifts, dw, span, chunk, lo, hi):
         stop = min(span, start + chunk)
         for p in range(lo, hi):
             o = 2 * p
-            g0, g1 = grads[o, start:stop], grads[o + 1, start:stop]
+            g0, g1 = grads[o, start:stop], grads[min(o + 1, last), start:stop]
             for c in range(channels):
                 x = image[c]
                 y0, y1, y2 = (x[start + s0:stop + s0], x[start + s1:stop + s1],
@@ -258,7 +258,9 @@ def conv_nine_taps_weight_grad(image, grads, shifts, dw, span, chunk, lo, hi):
                     t = _add9(t, g1[i], x0, x1, x2, x3, x4, x5, x6, x7, x8)
                 for k in range(9):
                     dw[o, c, k] += s[k]
-                    dw[o + 1, c, k] += t[k]
+                if o < last:
+                    for k in range(9):
+                        dw[o + 1, c, k] += t[k]
 
 
 # ------------------------------------------------------------ batch norm, per channel
@@ -325,8 +327,8 @@ def batch_norm_grads(g, x, mean, invstd, scale, gx, gw, gb, lo, hi):
 @njit(**_ELEMENTWISE)
 def shifted_image(x, out, top, left, lo, hi):
     """Channels lo:hi of (N, C, H, W) images `x` into `out`, (C, P0, N, P1), zero-padded
-    by `top` rows and `left` columns before (and the rest of P0, P1 after): the shifted
-    layout of `ops.conv`, written in one pass with its padding."""
+    by `top` rows and `left` columns before (and the rest of P0, P1 after): the layout of
+    `im2col.Shifted.image`, written in one pass with its padding."""
     batch, _, height, width = x.shape
     rows = out.shape[1]
     zero = out.dtype.type(0)
@@ -348,7 +350,7 @@ def shifted_image(x, out, top, left, lo, hi):
 @njit(**_ELEMENTWISE)
 def shifted_grid(y, out, lo, hi):
     """Channels lo:hi of (N, O, G0, G1) outputs (or their gradients) `y` into `out`,
-    (O, G0, N, P1), zero in the columns past G1: outputs on the shifted layout's grid."""
+    (O, G0, N, P1), zero in the columns past G1: `im2col.Shifted.grid` in one pass."""
     batch, _, rows, width = y.shape
     zero = out.dtype.type(0)
     for o in range(lo, hi):

@@ -23,6 +23,7 @@ import threading
 from typing import NamedTuple
 
 from ..threads import for_large_blocks
+from . import numba_kernels
 
 
 class Window(NamedTuple):
@@ -227,14 +228,20 @@ class Shifted(NamedTuple):
         c = image.shape[1]
         out = scratch(xp, (groups, c // groups, self.length), image.dtype) if into is None \
             else into
-        for_large_blocks(xp, c // groups, out.nbytes, self._image_copy(image, groups, out))
+        for_large_blocks(xp, c // groups, out.nbytes, self._image_copy(xp, image, groups, out))
         return out
 
-    def _image_copy(self, image, groups: int, out):
+    def _image_copy(self, xp, image, groups: int, out):
         """copy(lo, hi): channels lo:hi of each group of `image` into `out`, a (groups,
-        C / groups, length) view, padded, in this layout."""
+        C / groups, length) view, padded, in this layout: one pass by numba's loop for one
+        group of 2-d images (`numba_kernels`), else strided copies and border zeroing."""
         w, (n, c) = self.window, image.shape[:2]
         padded = out.reshape((groups, c // groups, w.padded[0], self.batch) + w.padded[1:])
+        loops = numba_kernels.kernels_for(xp, "fd", image, out) if groups == 1 and \
+            len(w.size) == 2 else None
+        if loops is not None:
+            top, left = w.pads[0][0], w.pads[1][0]
+            return lambda lo, hi: loops.shifted_image(image, padded[0], top, left, lo, hi)
         source = _channel_row_major(image.reshape((n, groups, c // groups) + image.shape[2:]), 2)
         interior = (slice(None),) + self._interior()
 
@@ -258,7 +265,7 @@ class Shifted(NamedTuple):
         outer = self.offsets(range(d - inner))
         copied = self.offsets(range(d - inner, d))
         rows = scratch(xp, (groups, len(copied), c, self.length), image.dtype)
-        image_copy = self._image_copy(image, groups, rows[:, 0])
+        image_copy = self._image_copy(xp, image, groups, rows[:, 0])
 
         def copy(lo: int, hi: int) -> None:
             image_copy(lo, hi)
@@ -293,8 +300,12 @@ class Shifted(NamedTuple):
         w, o = self.window, values.shape[1]
         flat = scratch(xp, (o, w.grid[0], self.batch) + w.padded[1:], values.dtype)
         kept, source = self._kept(), _channel_row_major(values)
+        loops = numba_kernels.kernels_for(xp, "fd", values) if len(w.size) == 2 else None
 
         def copy(lo: int, hi: int) -> None:
+            if loops is not None:  # one pass, the dropped columns zeroed on the way
+                loops.shifted_grid(values, flat, lo, hi)
+                return
             part = flat[lo:hi]
             _zero_around(part, kept)
             part[kept] = source[lo:hi]

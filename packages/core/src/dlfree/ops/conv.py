@@ -36,7 +36,7 @@ from ..backends import numba_kernels
 from ..backends.im2col import Shifted, Window, scratch
 from ..backends.openblas import gemm
 from ..errors import DTypeError, ShapeError
-from ..threads import for_large_blocks, parallel_for
+from ..threads import parallel_for
 from ._util import check_float
 
 __all__ = ["pad", "conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d",
@@ -175,14 +175,7 @@ class _NineTaps:
     def __init__(self, loops, xp, x, window):
         self.loops, self.xp, self.window = loops, xp, window
         self.layout = layout = Shifted.of(window, x.shape[0])
-        self.matrix = scratch(xp, (x.shape[1], layout.length), x.dtype)  # (C, length)
-        padded = self.matrix.reshape(x.shape[1], window.padded[0], x.shape[0],
-                                     window.padded[1])
-        top, left = window.pads[0][0], window.pads[1][0]
-
-        def copy(lo: int, hi: int) -> None:
-            loops.shifted_image(x, padded, top, left, lo, hi)
-        for_large_blocks(xp, x.shape[1], self.matrix.nbytes, copy)
+        self.matrix = layout.image(xp, x, 1)[0]  # (C, length)
         self.shifts = xp.array(layout.offsets(range(len(window.kernel))), xp.int64)
 
     def convolve(self, w, bias=None):
@@ -205,22 +198,15 @@ class _NineTaps:
 
     def weight_grad(self, y, shape: tuple):
         """The gradient of the weights, of `shape`, for the output gradient `y`."""
-        xp, layout, o, grid = self.xp, self.layout, shape[0], self.window.grid
-        # on the layout's grid, a zero row making the channels pairs when O is odd
-        grads = scratch(xp, (o + o % 2, grid[0] * layout.steps[0]), y.dtype)
-        grads[o:] = 0
-        on_grid = grads[:o].reshape(o, grid[0], layout.batch, self.window.padded[1])
-
-        def copy(lo: int, hi: int) -> None:
-            self.loops.shifted_grid(y, on_grid, lo, hi)
-        for_large_blocks(xp, o, grads.nbytes, copy)
-        dw = xp.zeros((grads.shape[0], shape[1], 9), y.dtype)
+        xp, layout = self.xp, self.layout
+        grads = layout.grid(xp, y)
+        dw = xp.zeros((shape[0], shape[1], 9), y.dtype)
 
         def run(lo: int, hi: int) -> None:
             self.loops.conv_nine_taps_weight_grad(self.matrix, grads, self.shifts, dw,
                                                   layout.span, _TAP_GRAD_CHUNK, lo, hi)
-        parallel_for(dw.shape[0] // 2, run)
-        return dw[:o].reshape(shape)
+        parallel_for(-(-shape[0] // 2), run)
+        return dw.reshape(shape)
 
 
 def _columns_for(device, x, window, groups: int, out_channels: int):

@@ -145,16 +145,15 @@ class Normalize(Function):
         gw, gb = xp.empty(self.invstd.shape, x.dtype), xp.empty(self.invstd.shape, x.dtype)
         scale = self.invstd if w is None else self.invstd * w
         loops = numba_kernels.kernels_for(xp, "fd", g, x, self.mean, scale)
+        g, x, out3 = _channel_rows(g), _channel_rows(x), _channel_rows(gx)
         if loops is not None:
-            g3, x3, gx3 = _channel_rows(g), _channel_rows(x), _channel_rows(gx)
             mean, invstd = self.mean.reshape(-1), self.invstd.reshape(-1)
             scale, gw1, gb1 = scale.reshape(-1), gw.reshape(-1), gb.reshape(-1)
 
             def fused(lo: int, hi: int) -> None:
-                loops.batch_norm_grads(g3, x3, mean, invstd, scale, gx3, gw1, gb1, lo, hi)
+                loops.batch_norm_grads(g, x, mean, invstd, scale, out3, gw1, gb1, lo, hi)
             for_large_blocks(xp, x.shape[1], x.nbytes, fused)
             return gx, self._param_grad(gw, need_w), self._param_grad(gb, need_b)
-        g, x, out3 = _channel_rows(g), _channel_rows(x), _channel_rows(gx)
         mean, invstd, scale = _channel_rows(self.mean), _channel_rows(self.invstd), \
             _channel_rows(scale)
         gw3, gb3 = _channel_rows(gw), _channel_rows(gb)
