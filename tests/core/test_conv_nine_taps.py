@@ -109,6 +109,39 @@ def test_float32_within_the_summation_bound(compiled, calls, xs, ws, kw):
     np.testing.assert_allclose(gb, b64.grad.numpy(), rtol=1e-5)
 
 
+# Whether the input gradient's padded copy of g also serves as the weight gradient's grid
+# (both layouts have rows of one padded width), per case of CASES
+SHARES_G = [True, True, False, True, True, False]
+
+
+@pytest.mark.parametrize("xs, ws, kw, shared", [c + (s,) for c, s in zip(CASES, SHARES_G)],
+                         ids=str)
+def test_the_weight_gradient_reads_the_input_gradients_copy_of_g(compiled, monkeypatch, xs,
+                                                                 ws, kw, shared):
+    """Where the layouts allow, the weight gradient reads g from the padded copy the input
+    gradient made, not from a copy of its own; it sums the same values in the same order,
+    so it equals, bit for bit, the weight gradient computed alone."""
+    rng = np.random.default_rng(2)
+    x, w = rng.standard_normal(xs).astype(np.float32), rng.standard_normal(ws).astype(np.float32)
+    out_shape = torch.nn.functional.conv2d(torch.tensor(x), torch.tensor(w), **kw).shape
+    g = dl.tensor(rng.standard_normal(tuple(out_shape)).astype(np.float32))
+    copies = []
+    grid = im2col.Shifted.grid
+    monkeypatch.setattr(im2col.Shifted, "grid",
+                        lambda self, *a: copies.append(1) or grid(self, *a))
+
+    def weight_grad(x_needs_grad):
+        xt, wt = dl.tensor(x, requires_grad=x_needs_grad), dl.tensor(w, requires_grad=True)
+        dl.functional.conv2d(xt, wt, **kw).backward(g)
+        return wt.grad.numpy()
+
+    both = weight_grad(True)
+    assert len(copies) == (0 if shared else 1)
+    alone = weight_grad(False)
+    assert len(copies) == (1 if shared else 2)
+    np.testing.assert_array_equal(both, alone)
+
+
 def _case(xs, ws, kw):
     return Case(f"conv2d{xs}{ws}", lambda m, a, b, c: (torch.nn.functional if m is torch
                                                        else m.functional).conv2d(a, b, c, **kw),

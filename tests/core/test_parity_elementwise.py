@@ -278,6 +278,32 @@ def test_edge_values_match_torch():
         np.testing.assert_allclose(ours, ref, rtol=1e-6, err_msg=name)
 
 
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_relu_in_threaded_blocks_matches_torch_bit_for_bit(dtype):
+    """Past 1 MiB, relu and its gradient run in blocks on the intra-op threads: the same
+    values as torch's, edge values (signed zeros, inf; NaN forward) and the last short
+    block included. At a NaN output the gradient is 0 (g · (y > 0)); torch passes g."""
+    before = dl.get_num_threads()
+    dl.set_num_threads(2)
+    try:
+        rng = np.random.default_rng(3)
+        x = rng.standard_normal(3 * (1 << 16) + 17).astype(dtype)
+        x[:6] = [np.nan, -0.0, 0.0, np.inf, -np.inf, -1.0]
+        g = rng.standard_normal(x.shape).astype(dtype)
+        ours, ref = dl.tensor(x, requires_grad=True), torch.tensor(x, requires_grad=True)
+        y, y_ref = dl.relu(ours), torch.relu(ref)
+        y.backward(dl.tensor(g))
+        y_ref.backward(torch.tensor(g))
+        np.testing.assert_array_equal(y.detach().numpy(), y_ref.detach().numpy())
+        np.testing.assert_array_equal(np.signbit(y.detach().numpy()[:6]),
+                                      np.signbit(y_ref.detach().numpy()[:6]))
+        grad, grad_ref = ours.grad.numpy(), ref.grad.numpy()
+        assert grad[0] == 0 and grad_ref[0] == g[0]  # the one difference, at NaN
+        np.testing.assert_array_equal(grad[1:], grad_ref[1:])
+    finally:
+        dl.set_num_threads(before)
+
+
 def test_integer_division_by_zero_raises():
     i = dl.tensor([3, -7, 0])
     for op in [lambda: i // 0, lambda: i % dl.tensor([1, 0, 1]), lambda: dl.fmod(i, 0),

@@ -60,6 +60,30 @@ def test_chunks_run_on_two_threads_at_once(two_threads):
     assert len(idents) == 2 and threading.get_ident() in idents
 
 
+def test_for_elements_covers_every_element_once_in_whole_blocks(two_threads):
+    """Blocks of _ELEMENT_BLOCK elements, the last one short, matching across arrays, on
+    both threads for arrays past the threading threshold."""
+    size = 5 * threads._ELEMENT_BLOCK + 123  # 1.3 MiB of float32: threaded
+    x = np.arange(size, dtype=np.float32).reshape(-1, 7)
+    out, parts, idents = np.zeros_like(x), [], set()
+
+    def double(o, a):
+        parts.append(o.size)
+        idents.add(threading.get_ident())
+        np.multiply(a, 2, out=o)
+
+    assert threads.for_elements(np, double, out, x)
+    np.testing.assert_array_equal(out, 2 * x)
+    assert sorted(parts) == [123] + [threads._ELEMENT_BLOCK] * 5 and len(idents) == 2
+
+
+@pytest.mark.parametrize("second", ["transposed", "other shape"])
+def test_for_elements_declines_what_it_cannot_split_alike(second):
+    x = np.zeros((4, 6), np.float32)
+    y = x.T.copy().T if second == "transposed" else np.zeros((6, 4), np.float32)
+    assert not threads.for_elements(np, lambda o, a: pytest.fail("ran"), x, y)
+
+
 @pytest.mark.parametrize("failing_chunk", [0, 1])
 def test_a_chunks_error_reaches_the_caller(two_threads, failing_chunk):
     done = []

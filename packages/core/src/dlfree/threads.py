@@ -32,7 +32,7 @@ import threading
 from concurrent.futures import ThreadPoolExecutor
 
 __all__ = ["get_num_threads", "set_num_threads", "parallel_for", "for_blocks", "for_large_blocks",
-           "quiet_blas_threads", "BLAS_IDLE_TIMEOUT"]
+           "for_elements", "quiet_blas_threads", "BLAS_IDLE_TIMEOUT"]
 
 BLAS_IDLE_TIMEOUT = "21"  # OpenBLAS waits 2^N cycles before its idle threads sleep
 # (20 let them fall asleep between the products of a small MLP step, 5-8 % slower; 22 left
@@ -195,3 +195,28 @@ def for_large_blocks(xp, count: int, nbytes: int, fn) -> None:
         parallel_for(count, fn)
     elif count > 0:
         fn(0, count)
+
+
+# Elements per block of `for_elements`: 256 KiB of float32, which stays in the L2 cache
+# between a kernel's passes over it.
+_ELEMENT_BLOCK = 1 << 16
+
+
+def for_elements(xp, fn, out, *inputs) -> bool:
+    """fn(out_part, *input_parts) over matching blocks of `_ELEMENT_BLOCK` elements of
+    `out` and `inputs`, threaded by `for_large_blocks`: an elementwise kernel of several
+    passes then makes them over one block in cache, on every thread. It applies to NumPy
+    arrays all C-contiguous and of one shape; returns False, doing nothing, otherwise."""
+    arrays = (out,) + inputs
+    if xp.__name__ != "numpy" or \
+            any(a.shape != out.shape or not a.flags.c_contiguous for a in arrays):
+        return False
+    flat = [a.reshape(-1) for a in arrays]
+    size = out.size
+
+    def run(lo: int, hi: int) -> None:
+        for start in range(lo * _ELEMENT_BLOCK, min(hi * _ELEMENT_BLOCK, size), _ELEMENT_BLOCK):
+            part = slice(start, min(start + _ELEMENT_BLOCK, size))
+            fn(*[a[part] for a in flat])
+    for_large_blocks(xp, -(-size // _ELEMENT_BLOCK), sum(a.nbytes for a in arrays), run)
+    return True

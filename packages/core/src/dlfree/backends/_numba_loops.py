@@ -224,10 +224,11 @@ def conv_nine_taps(image, w, bias, shifts, acc, y, span, rows, lo, hi):
 
 
 @njit(**_REDUCING)
-def conv_nine_taps_weight_grad(image, grads, shifts, dw, span, chunk, lo, hi):
-    """dw[o, c, t] += sum over q < span of grads[o, q] · image[c, q + shifts[t]]: the
-    weight gradient of `conv_nine_taps` for output gradients `grads` (O, >= span) on the
-    shifted grid (zero where outputs are dropped); `dw` (O, C, 9) starts zeroed.
+def conv_nine_taps_weight_grad(image, grads, offset, shifts, dw, span, chunk, lo, hi):
+    """dw[o, c, t] += sum over q < span of grads[o, offset + q] · image[c, q + shifts[t]]:
+    the weight gradient of `conv_nine_taps` for output gradients on the shifted grid from
+    `offset` on in `grads` (O, >= offset + span), zero where outputs are dropped; `dw`
+    (O, C, 9) starts zeroed.
 
     Work items lo:hi are pairs of output channels (2·p, 2·p + 1; the last alone when O is
     odd); each runs over the columns `chunk` at a time, every channel's chunk read once
@@ -241,7 +242,8 @@ def conv_nine_taps_weight_grad(image, grads, shifts, dw, span, chunk, lo, hi):
         stop = min(span, start + chunk)
         for p in range(lo, hi):
             o = 2 * p
-            g0, g1 = grads[o, start:stop], grads[min(o + 1, last), start:stop]
+            g0 = grads[o, offset + start:offset + stop]
+            g1 = grads[min(o + 1, last), offset + start:offset + stop]
             for c in range(channels):
                 x = image[c]
                 y0, y1, y2 = (x[start + s0:stop + s0], x[start + s1:stop + s1],

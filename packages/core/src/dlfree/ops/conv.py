@@ -196,17 +196,32 @@ class _NineTaps:
         parallel_for(blocks * (taps.shape[0] // 4), run)
         return out
 
-    def weight_grad(self, y, shape: tuple):
-        """The gradient of the weights, of `shape`, for the output gradient `y`."""
+    def weight_grad(self, y, shape: tuple, taps=None):
+        """The gradient of the weights, of `shape`, for the output gradient `y`; `taps`
+        may be the `_NineTaps` of y that computed the input gradient, whose copy of y
+        then serves here too (`grid_of`)."""
         xp, layout = self.xp, self.layout
-        grads = layout.grid(xp, y)
+        grid = None if taps is None else taps.grid_of(layout)
+        grads, offset = (layout.grid(xp, y), 0) if grid is None else grid
         dw = xp.zeros((shape[0], shape[1], 9), y.dtype)
 
         def run(lo: int, hi: int) -> None:
-            self.loops.conv_nine_taps_weight_grad(self.matrix, grads, self.shifts, dw,
-                                                  layout.span, _TAP_GRAD_CHUNK, lo, hi)
+            self.loops.conv_nine_taps_weight_grad(self.matrix, grads, offset, self.shifts,
+                                                  dw, layout.span, _TAP_GRAD_CHUNK, lo, hi)
         parallel_for(-(-shape[0] // 2), run)
         return dw.reshape(shape)
+
+    def grid_of(self, layout):
+        """These padded images (output gradients, under the adjoint window) read as the
+        output grid of `layout`: (matrix, offset), grid position q at matrix[:, offset + q],
+        or None. It is one where both layouts have rows of one padded width: then the
+        grid's dropped columns fall on this image's zero padding, past its right edge or
+        wrapped onto the next row's left one."""
+        mine = self.layout
+        if mine.window.padded[1] != layout.window.padded[1] or mine.batch != layout.batch:
+            return None
+        offset = self.window.pads[0][0] * mine.steps[0] + self.window.pads[1][0]
+        return (self.matrix, offset) if offset + layout.span <= mine.length else None
 
 
 def _columns_for(device, x, window, groups: int, out_channels: int):
@@ -345,8 +360,13 @@ class Conv(Function):
         saved = self.saved_tensors
         x, w = saved[0] if nw else None, saved[-1] if nx else None
         params = {"window": self.window, "groups": self.groups}
-        grads = (ConvTranspose.apply(g, w, **params) if nx else None,
-                 ConvWeight.apply(x, g, columns=self.columns, **params) if nw else None)
+        shared = {}  # the fused loops' copy of g, made for the input gradient, serves both
+        if nx and nw and isinstance(self.columns, _NineTaps) and w.numel():
+            taps = _adjoint_taps(self.xp, g._data, self.window, self.groups)
+            shared = {} if taps is None else {"taps": taps}
+        grads = (ConvTranspose.apply(g, w, **params, **shared) if nx else None,
+                 ConvWeight.apply(x, g, columns=self.columns, **params, **shared)
+                 if nw else None)
         if not nb:
             return grads
         return grads + (g.sum(dim=(0, *range(2, g.ndim))) if nb[0] else None,)
@@ -356,11 +376,11 @@ class ConvTranspose(Function):
     """Conv's adjoint in x, applied to y: W^T @ y per group, then col2im (see
     `_convolve_transposed` for the faster ways that stride 1 allows)."""
 
-    def forward(self, y, w, window, groups):
+    def forward(self, y, w, window, groups, taps=None):
         ny, nw = self.needs_input_grad or (False, False)
         self.saves = ((0,) if nw else ()) + ((1,) if ny else ())
         self.window, self.groups = window, groups
-        return _convolve_transposed(self.device, y, w, window, groups)
+        return _convolve_transposed(self.device, y, w, window, groups, taps)
 
     def backward(self, g):
         ny, nw = self.needs_input_grad
@@ -371,11 +391,20 @@ class ConvTranspose(Function):
                 ConvWeight.apply(g, y, **params) if nw else None)
 
 
-def _convolve_transposed(device, y, w, window, groups: int):
+def _adjoint_taps(xp, y, window, groups: int):
+    """The `_NineTaps` of output gradients `y` for the adjoint convolution of `window`
+    (the input gradient), or None where the fused loops do not apply to it."""
+    adjoint = _adjoint_window(window)
+    loops = None if adjoint is None else _nine_tap_loops(xp, y, adjoint, groups)
+    return None if loops is None else _NineTaps(loops, xp, y, adjoint)
+
+
+def _convolve_transposed(device, y, w, window, groups: int, taps=None):
     """(N, O, *grid) y times Conv's adjoint in x, for (O, C/groups, *kernel) weights w.
 
     With stride 1 it takes one of three shapes. Where numba's nine-tap loops apply to the
-    adjoint convolution, they compute it. When the images have fewer channels than
+    adjoint convolution, they compute it (from `taps`, `_adjoint_taps` of y, when
+    given). When the images have fewer channels than
     y (per group), W^T @ y gives each tap's columns in the shifted layout, which
     are added at their shifts (col2im, but with contiguous adds). Otherwise it is a
     convolution of y with the flipped, transposed kernel, which copies y's columns
@@ -388,10 +417,11 @@ def _convolve_transposed(device, y, w, window, groups: int):
         y = y.reshape(y.shape[0], groups, out_channels, math.prod(window.grid))
         x = xp.matmul(w_t, y)
         return x.reshape((y.shape[0], groups * channels) + window.size)
+    if taps is None and w.size:
+        taps = _adjoint_taps(xp, y, window, groups)
+    if taps is not None:
+        return taps.convolve(_adjoint_weight(xp, w, groups))
     adjoint = _adjoint_window(window) if w.size else None
-    loops = None if adjoint is None else _nine_tap_loops(xp, y, adjoint, groups)
-    if loops is not None:
-        return _NineTaps(loops, xp, y, adjoint).convolve(_adjoint_weight(xp, w, groups))
     layout = Shifted.of(window, y.shape[0]) if w.size else None
     if layout is not None and channels < out_channels:
         rows = _weight_rows(w, groups, d)[0].swapaxes(1, 2)  # (groups, T * C/g, O/g)
@@ -412,15 +442,19 @@ def _convolve_transposed(device, y, w, window, groups: int):
 class ConvWeight(Function):
     """Conv's adjoint in w, applied to y: y @ columns(x)^T per group, which sums over the
     batch and the positions in one GEMM (one per outer tap in the shifted layout);
-    `columns` may come ready from Conv's forward."""
+    `columns` may come ready from Conv's forward, and with them (a `_NineTaps`) `taps`,
+    the `_adjoint_taps` of y that computed the input gradient."""
 
-    def forward(self, x, y, window, groups, columns=None):
+    def forward(self, x, y, window, groups, columns=None, taps=None):
         nx, ny = self.needs_input_grad or (False, False)
         self.saves = ((0,) if ny else ()) + ((1,) if nx else ())
         self.window, self.groups = window, groups
         if columns is None:
             columns = _columns_for(self.device, x, window, groups, y.shape[1])
-        return columns.weight_grad(y, (y.shape[1], x.shape[1] // groups) + window.kernel)
+        shape = (y.shape[1], x.shape[1] // groups) + window.kernel
+        if taps is not None:
+            return columns.weight_grad(y, shape, taps)
+        return columns.weight_grad(y, shape)
 
     def backward(self, g):
         nx, ny = self.needs_input_grad

@@ -20,6 +20,7 @@ from ..autograd.grad_mode import STATE
 from ..creation import zeros, zeros_like
 from ..errors import DTypeError
 from ..tensor import Tensor
+from ..threads import for_elements
 from ._util import check_broadcast, check_kind, promote, scalar_tensor, sum_to, tensor_method
 
 __all__ = [
@@ -754,13 +755,29 @@ class Relu(_Unary):
     save_output = True
 
     def forward(self, x):
-        return self.xp.maximum(x, 0)
+        xp = self.xp
+        out = xp.empty_like(x, order="C")  # 0 first: relu(-0.0) is -0.0, as in torch
+        if not for_elements(xp, lambda o, a: xp.maximum(0, a, out=o), out, x):
+            xp.maximum(0, x, out=out)
+        return out
 
     def backward(self, g):
         (y,) = self.saved_tensors
         if STATE.enabled:  # recording: keep torch's (zero) second derivative in the graph
             return (g * sign(y),)
-        return (Tensor._make(g._data * (y._data > 0), g._device),)  # one pass, no sign array
+        xp, gd, yd = self.xp, g._data, y._data
+        out = xp.empty(yd.shape, gd.dtype)
+        if not for_elements(xp, lambda o, a, b: _masked(xp, o, a, b), out, gd, yd):
+            _masked(xp, out, gd, yd)
+        return (Tensor._make(out, g._device),)
+
+
+def _masked(xp, out, g, y) -> None:
+    """out = g · (y > 0), the mask made in `out` (a select, as torch's, runs 5-10x slower
+    in NumPy; the two differ only at NaNs: a NaN output gets 0 here, g in torch, and a NaN
+    in g where the output is not positive stays NaN here, 0 in torch)."""
+    xp.greater(y, 0, out=out)
+    xp.multiply(out, g, out=out)
 
 
 @tensor_method()
