@@ -77,10 +77,12 @@ def test_for_elements_covers_every_element_once_in_whole_blocks(two_threads):
     assert sorted(parts) == [123] + [threads._ELEMENT_BLOCK] * 5 and len(idents) == 2
 
 
-@pytest.mark.parametrize("second", ["transposed", "other shape"])
-def test_for_elements_declines_what_it_cannot_split_alike(second):
-    x = np.zeros((4, 6), np.float32)
-    y = x.T.copy().T if second == "transposed" else np.zeros((6, 4), np.float32)
+@pytest.mark.parametrize("second", ["transposed", "other shape", "small"])
+def test_for_elements_declines_what_it_cannot_split_alike_or_need_not(second):
+    """Arrays it cannot cut into matching blocks, and small ones (one call is faster)."""
+    x = np.zeros((512, 768) if second != "small" else (4, 6), np.float32)
+    y = {"transposed": np.zeros(x.shape[::-1], np.float32).T,
+         "other shape": np.zeros(x.shape[::-1], np.float32), "small": x.copy()}[second]
     assert not threads.for_elements(np, lambda o, a: pytest.fail("ran"), x, y)
 
 

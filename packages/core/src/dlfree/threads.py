@@ -204,11 +204,12 @@ _ELEMENT_BLOCK = 1 << 16
 
 def for_elements(xp, fn, out, *inputs) -> bool:
     """fn(out_part, *input_parts) over matching blocks of `_ELEMENT_BLOCK` elements of
-    `out` and `inputs`, threaded by `for_large_blocks`: an elementwise kernel of several
+    `out` and `inputs`, run by `parallel_for`: an elementwise kernel of several
     passes then makes them over one block in cache, on every thread. It applies to NumPy
-    arrays all C-contiguous and of one shape; returns False, doing nothing, otherwise."""
+    arrays all C-contiguous, of one shape and together of at least `_THREADED_BYTES`;
+    returns False, doing nothing, otherwise (a small kernel runs fastest as one call)."""
     arrays = (out,) + inputs
-    if xp.__name__ != "numpy" or \
+    if xp.__name__ != "numpy" or sum(a.nbytes for a in arrays) < _THREADED_BYTES or \
             any(a.shape != out.shape or not a.flags.c_contiguous for a in arrays):
         return False
     flat = [a.reshape(-1) for a in arrays]
@@ -218,5 +219,5 @@ def for_elements(xp, fn, out, *inputs) -> bool:
         for start in range(lo * _ELEMENT_BLOCK, min(hi * _ELEMENT_BLOCK, size), _ELEMENT_BLOCK):
             part = slice(start, min(start + _ELEMENT_BLOCK, size))
             fn(*[a[part] for a in flat])
-    for_large_blocks(xp, -(-size // _ELEMENT_BLOCK), sum(a.nbytes for a in arrays), run)
+    parallel_for(-(-size // _ELEMENT_BLOCK), run)
     return True
