@@ -9,6 +9,7 @@ import os
 import subprocess
 import sys
 import threading
+import time
 
 import dlfree as dl
 from dlfree import threads
@@ -32,8 +33,30 @@ def test_chunks_cover_the_range_once_in_order(two_threads):
         with lock:
             calls.append((lo, hi))
 
-    threads.parallel_for(7, record)
-    assert sorted(calls) == [(0, 3), (3, 7)]
+    threads.parallel_for(100, record)
+    chunks = 2 * threads.CHUNKS_PER_THREAD
+    bounds = [100 * i // chunks for i in range(chunks + 1)]
+    assert sorted(calls) == list(zip(bounds[:-1], bounds[1:]))
+    calls.clear()
+    threads.parallel_for(3, record)  # fewer items than chunks: one each
+    assert sorted(calls) == [(0, 1), (1, 2), (2, 3)]
+
+
+def test_a_late_threads_chunks_are_taken_by_the_others(two_threads):
+    """The worker's first chunk stalls; the caller's thread runs every other chunk
+    meanwhile rather than leaving the worker a fixed half."""
+    main, stalled, on_main = threading.get_ident(), set(), []
+
+    def work(lo, hi):
+        me = threading.get_ident()
+        if me != main and me not in stalled:
+            stalled.add(me)
+            time.sleep(0.5)
+        on_main.append(me == main)
+
+    total = 2 * threads.CHUNKS_PER_THREAD
+    threads.parallel_for(total, work)
+    assert len(on_main) == total and on_main.count(True) >= total - 1
 
 
 def test_min_chunk_and_one_thread_run_a_single_chunk(two_threads):
@@ -88,16 +111,22 @@ def test_for_elements_declines_what_it_cannot_split_alike_or_need_not(second):
 
 @pytest.mark.parametrize("failing_chunk", [0, 1])
 def test_a_chunks_error_reaches_the_caller(two_threads, failing_chunk):
-    done = []
+    """The error surfaces once no chunk is running: every other chunk that started has
+    finished (no chunk starts after it)."""
+    started, done = [], []
 
     def work(lo, hi):
+        started.append(lo)
         if lo == failing_chunk:
             raise KeyError(f"chunk {lo}")
+        time.sleep(0.05)
         done.append(lo)
 
     with pytest.raises(KeyError, match=f"chunk {failing_chunk}"):
         threads.parallel_for(2, work)
-    assert done == [1 - failing_chunk]  # the other chunk finished before the error surfaced
+    assert failing_chunk in started and sorted(done) == sorted(set(started) - {failing_chunk})
+    if failing_chunk == 1:  # chunk 0 is the caller's first: it ran to the end
+        assert done == [0]
     total = []
     threads.parallel_for(2, lambda lo, hi: total.append(hi - lo))  # the pool still works
     assert sum(total) == 2
@@ -192,8 +221,8 @@ dlfree.set_num_threads(2)
 threads.parallel_for(2, lambda lo, hi: None)  # the parent's pool now has a worker
 pid = os.fork()
 if pid == 0:
-    idents = set()
-    threads.parallel_for(2, lambda lo, hi: idents.add(threading.get_ident()))
+    idents, barrier = set(), threading.Barrier(2, timeout=10)  # each thread takes a chunk
+    threads.parallel_for(2, lambda lo, hi: (idents.add(threading.get_ident()), barrier.wait()))
     os._exit(0 if len(idents) == 2 else 3)
 _, status = os.waitpid(pid, 0)
 print(json.dumps(os.waitstatus_to_exitcode(status)))

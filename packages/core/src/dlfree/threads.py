@@ -7,8 +7,8 @@ those blocks to `parallel_for`, which runs them on up to `get_num_threads()` thr
 calling thread and a shared pool. NumPy releases the GIL inside its loops, so blocks whose
 calls each take tens of microseconds run side by side. Each block is computed the same way
 whichever thread runs it, so elementwise results do not depend on the number of threads;
-a sum over blocks (layer norm's weight gradient) is added per thread's chunk, in row order,
-so it is the same from run to run at a given number of threads.
+a sum over blocks (layer norm's weight gradient) is added per chunk, in row order, so it
+is the same from run to run at a given number of threads.
 
 OpenBLAS, NumPy's usual BLAS, keeps its worker threads spinning for about 2^28 cycles
 (~0.1 s) after each matrix product, so a second thread that starts right after one shares
@@ -32,7 +32,7 @@ import threading
 from concurrent.futures import ThreadPoolExecutor
 
 __all__ = ["get_num_threads", "set_num_threads", "parallel_for", "for_blocks", "for_large_blocks",
-           "for_elements", "quiet_blas_threads", "BLAS_IDLE_TIMEOUT"]
+           "for_elements", "quiet_blas_threads", "BLAS_IDLE_TIMEOUT", "CHUNKS_PER_THREAD"]
 
 BLAS_IDLE_TIMEOUT = "21"  # OpenBLAS waits 2^N cycles before its idle threads sleep
 # (20 let them fall asleep between the products of a small MLP step, 5-8 % slower; 22 left
@@ -132,18 +132,27 @@ def _run_chunk(fn, lo: int, hi: int) -> None:
         _STATE.inside = False
 
 
-def parallel_for(count: int, fn, min_chunk: int = 1, products: bool = False) -> None:
-    """fn(lo, hi) over consecutive chunks of range(count), at least `min_chunk` items each,
-    one chunk per thread; returns when all are done, raising the first chunk's error.
+# Chunks per thread in parallel_for: a thread that starts late or runs on a busy core
+# leaves its unstarted chunks to the others instead of keeping them waiting.
+CHUNKS_PER_THREAD = 4
 
-    The calling thread runs the first chunk itself. Worker chunks run in a copy of the
+
+def parallel_for(count: int, fn, min_chunk: int = 1, products: bool = False) -> None:
+    """fn(lo, hi) over consecutive chunks of range(count), at least `min_chunk` items each
+    and up to `CHUNKS_PER_THREAD` per thread, each run by the next thread free to take it;
+    returns when all are done, raising the first error a chunk raised.
+
+    The calling thread takes chunks itself. The chunks depend only on `count`, `min_chunk`
+    and the number of threads, so a caller that keeps a result per chunk and combines
+    them in chunk order gets the same result every run. Worker chunks run in a copy of the
     caller's context (NumPy's error state is a context variable). A call from inside a
     chunk runs serially, so nested ops neither deadlock nor oversubscribe the cores.
     `products` says the chunks multiply matrices: OpenBLAS then runs one thread per chunk
     meanwhile (see dlfree.backends.openblas).
     """
-    threads = min(get_num_threads(), count // max(min_chunk, 1))
-    if threads <= 1 or getattr(_STATE, "inside", False):
+    threads = get_num_threads()
+    chunks = min(threads * CHUNKS_PER_THREAD, count // max(min_chunk, 1))
+    if threads <= 1 or chunks <= 1 or getattr(_STATE, "inside", False):
         if count > 0:
             fn(0, count)
         return
@@ -151,26 +160,51 @@ def parallel_for(count: int, fn, min_chunk: int = 1, products: bool = False) -> 
         from .backends.openblas import one_thread_each
 
         with one_thread_each():
-            _run_chunks(count, fn, threads)
+            _run_chunks(count, fn, chunks)
     else:
-        _run_chunks(count, fn, threads)
+        _run_chunks(count, fn, chunks)
 
 
-def _run_chunks(count: int, fn, threads: int) -> None:
-    bounds = [count * i // threads for i in range(threads + 1)]
-    chunks = list(zip(bounds[:-1], bounds[1:], strict=True))
+class _Chunks:
+    """The chunks of one parallel_for call, handed out one at a time to whichever thread
+    asks; after a chunk's error no further chunk is handed out."""
+
+    def __init__(self, count: int, chunks: int, fn):
+        self.bounds = [count * i // chunks for i in range(chunks + 1)]
+        self.fn, self.next, self.failed = fn, 0, False
+        self.lock = threading.Lock()
+
+    def _take(self):
+        with self.lock:
+            i = self.next
+            if self.failed or i + 1 >= len(self.bounds):
+                return None
+            self.next = i + 1
+            return self.bounds[i], self.bounds[i + 1]
+
+    def run(self) -> None:
+        """Run chunks until none is left."""
+        while (chunk := self._take()) is not None:
+            try:
+                _run_chunk(self.fn, *chunk)
+            except BaseException:
+                self.failed = True
+                raise
+
+
+def _run_chunks(count: int, fn, chunks: int) -> None:
+    work = _Chunks(count, chunks, fn)
     pool = _executor(get_num_threads() - 1)
-    futures, inline = [], [chunks[0]]
-    for lo, hi in chunks[1:]:
+    futures = []
+    for _ in range(min(get_num_threads(), chunks) - 1):
         try:
-            futures.append(pool.submit(contextvars.copy_context().run, _run_chunk, fn, lo, hi))
-        except RuntimeError:  # set_num_threads, in another thread, shut this pool down
-            inline.append((lo, hi))
+            futures.append(pool.submit(contextvars.copy_context().run, work.run))
+        except RuntimeError:  # set_num_threads, in another thread, shut this pool down:
+            break             # the threads already asked, and this one, take every chunk
     try:
-        for lo, hi in inline:
-            _run_chunk(fn, lo, hi)
+        work.run()
     finally:
-        errors = [f.exception() for f in futures]  # waits for every chunk
+        errors = [f.exception() for f in futures]  # waits for every thread's chunks
     for error in errors:
         if error is not None:
             raise error
