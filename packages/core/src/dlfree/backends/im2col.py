@@ -69,8 +69,13 @@ def im2col(xp, image, window: Window, batch_last: bool = False):
     taps, blocks = c * math.prod(window.kernel), math.prod(window.grid)
     if batch_last:  # (N, C, *K, *grid) -> (C, *K, N, *grid)
         d = len(window.kernel)
-        order = (*range(1, d + 2), 0, *range(d + 2, 2 * d + 2))
-        return windows.transpose(order).reshape(taps, n * blocks)
+        windows = windows.transpose((*range(1, d + 2), 0, *range(d + 2, 2 * d + 2)))
+        out = xp.empty(windows.shape, dtype=image.dtype)
+
+        def copy(lo: int, hi: int) -> None:
+            out[lo:hi] = windows[lo:hi]
+        for_large_blocks(xp, c, out.nbytes, copy)  # per channel: a strided gather
+        return out.reshape(taps, n * blocks)
     return windows.reshape(n, taps, blocks)
 
 
@@ -91,9 +96,14 @@ def col2im(xp, columns, window: Window, batch_last: bool = False):
         n, c = columns.shape[0], columns.shape[1] // math.prod(window.kernel)
         taps = columns.reshape((n, c) + window.kernel + window.grid)
     image = xp.zeros((n, c) + window.size, dtype=columns.dtype)
-    for tap in itertools.product(*(_landings(window, dim) for dim in range(d))):
-        offsets, image_index, grid_index = zip(*tap, strict=True)
-        image[(Ellipsis,) + image_index] += taps[(slice(None), slice(None)) + offsets + grid_index]
+    landings = list(itertools.product(*(_landings(window, dim) for dim in range(d))))
+
+    def add(lo: int, hi: int) -> None:  # channels lo:hi, every pixel's taps in one order
+        for tap in landings:
+            offsets, image_index, grid_index = zip(*tap, strict=True)
+            image[(slice(None), slice(lo, hi)) + image_index] += \
+                taps[(slice(None), slice(lo, hi)) + offsets + grid_index]
+    for_large_blocks(xp, c, columns.nbytes, add)
     return image
 
 
