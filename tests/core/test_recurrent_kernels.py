@@ -107,3 +107,65 @@ def test_compiled_backward_step_matches_the_numpy_one(reverse):
     for numpy_grad, compiled_grad in zip(*results, strict=True):
         assert compiled_grad.dtype == np.float32
         np.testing.assert_allclose(compiled_grad, numpy_grad, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("reverse", [False, True])
+@pytest.mark.parametrize("bias", [True, False])
+def test_compiled_forward_step_matches_the_numpy_one(reverse, bias):
+    """numba's LSTM forward step (float32, its own sigmoid and tanh) against the NumPy
+    ufuncs it replaces, over a whole sequence from a nonzero c0: every h, c, gate and
+    tanh(c) within float32 rounding of each other (a few ulp per activation)."""
+    pytest.importorskip("numba", reason="numba is not installed (pip install dlfree[numba])")
+    from dlfree.backends import numba_kernels
+
+    xs, h0, c0, w_hh, b_hh = (t.detach().numpy() for t in _inputs("LSTM", np.float32, seed=5))
+    xs = xs * np.float32(3)  # pre-activations over the activations' whole range
+    results = []
+    try:
+        for compiled in (False, True):
+            numba_kernels.set_enabled(compiled)
+            results.append(recurrent.lstm_forward(np, xs, h0, c0, w_hh, b_hh if bias else None,
+                                                  reverse))
+    finally:
+        numba_kernels.set_enabled(None)
+    for numpy_part, compiled_part in zip(*results, strict=True):
+        assert compiled_part.dtype == np.float32
+        np.testing.assert_allclose(compiled_part, numpy_part, rtol=2e-6, atol=2e-7)
+
+
+def _compiled_activation(name):
+    """The numba loop's scalar sigmoid or tanh, over a float32 array."""
+    numba = pytest.importorskip("numba", reason="numba is not installed")
+    from dlfree.backends import _numba_loops
+
+    scalar = getattr(_numba_loops, name)
+
+    @numba.njit
+    def apply(z, out):
+        for i in range(z.size):
+            out[i] = scalar(z[i])
+
+    def run(z):
+        out = np.empty_like(z)
+        apply(z, out)
+        return out
+    return run
+
+
+@pytest.mark.parametrize("name, exact, ulps", [
+    ("_sigmoid", lambda z: 1 / (1 + np.exp(-z)), 2.5),
+    ("_tanh", np.tanh, 3.0),
+])
+def test_compiled_activations_are_within_a_few_ulp(name, exact, ulps):
+    """Against float64 over [-20, 20] (densely near 0, where tanh switches forms at
+    0.625), in ulps of the float32 result; and their edge values."""
+    run = _compiled_activation(name)
+    z = np.concatenate([np.linspace(-20, 20, 400_001), np.linspace(-1, 1, 400_001),
+                        np.geomspace(1e-30, 1, 2001)]).astype(np.float32)
+    want = exact(z.astype(np.float64))
+    ulp = np.spacing(np.abs(want).astype(np.float32)).astype(np.float64)
+    assert np.max(np.abs(run(z) - want) / ulp) <= ulps
+    edges = np.array([0.0, -0.0, np.inf, -np.inf, np.nan, 100.0, -100.0], np.float32)
+    got, ref = run(edges), exact(edges.astype(np.float64)).astype(np.float32)
+    np.testing.assert_allclose(got, ref, rtol=0, atol=1e-37)
+    np.testing.assert_array_equal(np.signbit(got[:2]), np.signbit(ref[:2]))

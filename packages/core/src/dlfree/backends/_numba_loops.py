@@ -135,25 +135,81 @@ def layer_norm_rows_grads(g, x, w, mean, invstd, gx, gw, gb, need_x, need_w, nee
             gx[i, j] = g[i, j] * w[j] * a + (x[i, j] - m) * slope + shift
 
 
+# tanh(z) = z·P(z²) for |z| < 0.625: P fitted by least squares to tanh(z)/z in float64,
+# about 1.3 ulp in float32 (tests/core/test_recurrent_kernels.py measures it)
+_T0, _T1, _T2, _T3, _T4, _T5, _T6 = (_F(c) for c in (1.0, -0.33333331, 0.13333212,
+                                                     -0.05394824, 0.02171071, -0.00820523,
+                                                     0.00217045))
+
+
+@njit(**_INLINE)
+def _sigmoid(v):
+    """1 / (1 + exp(-v)) of a float32, to about 2 ulp; NaN for NaN."""
+    return _F(1) / (_F(1) + _exp(-v))
+
+
+@njit(**_INLINE)
+def _tanh(v):
+    """tanh of a float32 to under 3 ulp: its odd polynomial near 0, where 1 - 2 / (1 + e)
+    would cancel, and that form beyond |v| = 0.625 (with v's sign); NaN for NaN."""
+    a, s = abs(v), v * v
+    near = v * (_T0 + s * (_T1 + s * (_T2 + s * (_T3 + s * (_T4 + s * (_T5 + s * _T6))))))
+    far = _F(1) - _F(2) / (_F(1) + _exp(_F(2) * a))
+    return near if a < _F(0.625) else (-far if v < 0 else far)
+
+
 @njit(**_ELEMENTWISE)
-def lstm_cell_grads(gates, tanh_c, c_prev, grad_h, grad_c, dh, dc, d_gates):
-    """One step of an LSTM's backward through time (`ops.lstm_kernel._cell_grads`, the same
-    in ufuncs): adds the step's output gradients `grad_h`, `grad_c` to the running `dh`,
-    `dc` (B, H), writes the gates' pre-activation gradients `d_gates` (B, 4H) from the
-    activated `gates` (i, f, g, o), the step's `tanh_c` and `c_prev`, and leaves in `dc` the
-    gradient of c_prev; `dh` is then the caller's, from d_gates @ W_hh."""
-    batch, n = dc.shape
+def lstm_cell(a, x, b, c_prev, offset, out, tanh_c):
+    """One LSTM step after its hidden product `a` (B, 4H), in float32: `a` += the input
+    share `x` (B, 4H) and `b` (4H,), activated in place (sigmoid for the gates i, f, o,
+    tanh for g, torch's order); then c = f·c_prev + i·g, h = o·tanh(c) into `out` (B, 2H)
+    as h then c, and tanh(c) into `tanh_c` (B, H). c_prev is c_prev[:, offset:offset + H]
+    (the previous step's `out`, or c0). The same formulas as `ops.lstm_kernel._cell`."""
+    batch, n = tanh_c.shape
     for r in range(batch):
+        # every loop over slices from 0: LLVM left loops over a range(k, m) unvectorized
+        sig, sig_x, sig_b = a[r, :2 * n], x[r, :2 * n], b[:2 * n]
+        for j in range(2 * n):
+            sig[j] = _sigmoid(sig[j] + sig_x[j] + sig_b[j])
+        g, g_x, g_b = a[r, 2 * n:3 * n], x[r, 2 * n:3 * n], b[2 * n:3 * n]
         for j in range(n):
-            i, f, g, o = gates[r, j], gates[r, n + j], gates[r, 2 * n + j], gates[r, 3 * n + j]
-            t = tanh_c[r, j]
-            h_grad = dh[r, j] + grad_h[r, j]
-            c_grad = dc[r, j] + grad_c[r, j] + h_grad * o * (_F(1) - t * t)
-            d_gates[r, j] = c_grad * g * i * (_F(1) - i)
-            d_gates[r, n + j] = c_grad * c_prev[r, j] * f * (_F(1) - f)
-            d_gates[r, 2 * n + j] = c_grad * i * (_F(1) - g * g)
-            d_gates[r, 3 * n + j] = h_grad * t * o * (_F(1) - o)
-            dc[r, j] = c_grad * f
+            g[j] = _tanh(g[j] + g_x[j] + g_b[j])
+        o, o_x, o_b = a[r, 3 * n:], x[r, 3 * n:], b[3 * n:]
+        for j in range(n):
+            o[j] = _sigmoid(o[j] + o_x[j] + o_b[j])
+        i, f = sig[:n], sig[n:]
+        previous, h, c, t = c_prev[r, offset:offset + n], out[r, :n], out[r, n:], tanh_c[r]
+        for j in range(n):
+            state = f[j] * previous[j] + i[j] * g[j]
+            squashed = _tanh(state)
+            c[j], t[j], h[j] = state, squashed, o[j] * squashed
+
+
+@njit(**_ELEMENTWISE)
+def lstm_cell_grads(gates, tanh_c, c_prev, offset, grad, dh, dc, d_gates):
+    """One step of an LSTM's backward through time (`ops.lstm_kernel._cell_grads`, the same
+    in ufuncs): adds the step's output gradient `grad` (B, 2H: h's, then c's) to the
+    running `dh`, `dc` (B, H), writes the gates' pre-activation gradients `d_gates`
+    (B, 4H) from the activated `gates` (i, f, g, o), the step's `tanh_c` and c_prev (its
+    columns offset:offset + H), and leaves in `dc` the gradient of c_prev; `dh` is then
+    the caller's, from d_gates @ W_hh. Its loops run over row slices from 0, as
+    `lstm_cell`'s."""
+    batch, n = dc.shape
+    one = _F(1)
+    for r in range(batch):
+        i, f, g, o = gates[r, :n], gates[r, n:2 * n], gates[r, 2 * n:3 * n], gates[r, 3 * n:]
+        di, df = d_gates[r, :n], d_gates[r, n:2 * n]
+        dg, do = d_gates[r, 2 * n:3 * n], d_gates[r, 3 * n:]
+        t, previous = tanh_c[r], c_prev[r, offset:offset + n]
+        grad_h, grad_c, h_grads, c_grads = grad[r, :n], grad[r, n:], dh[r], dc[r]
+        for j in range(n):
+            h_grad = h_grads[j] + grad_h[j]
+            c_grad = c_grads[j] + grad_c[j] + h_grad * o[j] * (one - t[j] * t[j])
+            di[j] = c_grad * g[j] * i[j] * (one - i[j])
+            df[j] = c_grad * previous[j] * f[j] * (one - f[j])
+            dg[j] = c_grad * i[j] * (one - g[j] * g[j])
+            do[j] = h_grad * t[j] * o[j] * (one - o[j])
+            c_grads[j] = c_grad * f[j]
 
 
 # ------------------------------------------------- 3x3 convolutions, taps fused in cache

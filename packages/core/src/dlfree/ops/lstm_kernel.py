@@ -5,8 +5,9 @@ differentiable backward: forward writes every step's gates, h and c straight int
 preallocated (T, B, ·) arrays with in-place ufuncs, and backward through time writes every
 step's gate gradient into one (T, B, 4H) array, so neither direction allocates per step
 beyond what BLAS and the ufuncs need internally. The weights' gradients are then one GEMM
-over all steps. In float32 on NumPy with numba installed, each backward step's gate
-arithmetic is one compiled loop (`backends.numba_kernels`) instead of about 20 ufunc calls.
+over all steps. In float32 on NumPy with numba installed, each step's gate arithmetic,
+forward and backward, is one compiled loop (`backends.numba_kernels`) instead of 12 to 20
+ufunc calls.
 """
 
 from __future__ import annotations
@@ -56,12 +57,20 @@ def lstm_forward(xp, xs, h0, c0, w_hh, b_hh, reverse: bool) -> tuple:
     tanh_c = xp.empty((steps, batch, n), dtype=xs.dtype)
     scratch = xp.empty((batch, n), dtype=xs.dtype)
     w_t = xp.ascontiguousarray(w_hh.T)  # BLAS runs h @ W faster with W laid out as read
+    loops = numba_kernels.kernels_for(xp, "f", xs, h0, c0, w_hh, b_hh)  # float32 exp
+    if loops is not None:  # every array as the loop reads it: C-contiguous, a zero bias
+        xs, c_rows, offset = xp.ascontiguousarray(xs), xp.ascontiguousarray(c0), 0
+        bias = xp.zeros(width, xs.dtype) if b_hh is None else xp.ascontiguousarray(b_hh)
     h, c = h0, c0
     for t in _order(steps, reverse):
         a = gates[t]
         xp.matmul(h, w_t, out=a)
         h, c_new = out[t, :, :n], out[t, :, n:]
-        _cell(xp, a, xs[t], b_hh, c, h, c_new, tanh_c[t], scratch)
+        if loops is not None:
+            loops.lstm_cell(a, xs[t], bias, c_rows, offset, out[t], tanh_c[t])
+            c_rows, offset = out[t], n
+        else:
+            _cell(xp, a, xs[t], b_hh, c, h, c_new, tanh_c[t], scratch)
         c = c_new
     return out, gates, tanh_c
 
@@ -112,12 +121,15 @@ def lstm_backward(xp, grad, out, gates, tanh_c, h0, c0, w_hh, bias: bool,
     s = xp.empty((batch, n), dtype=gates.dtype)
     order = list(_order(steps, reverse))
     loops = numba_kernels.kernels_for(xp, "f", grad, out, gates, h0, c0, w_hh)  # float32 exp
+    if loops is not None:  # as the loop reads them: C-contiguous
+        grad, c0_rows = xp.ascontiguousarray(grad), xp.ascontiguousarray(c0)
     for k in range(steps - 1, -1, -1):
         t = order[k]
         c_prev = out[order[k - 1], :, n:] if k else c0
         if loops is not None:
-            loops.lstm_cell_grads(gates[t], tanh_c[t], c_prev, grad[t, :, :n], grad[t, :, n:],
-                                  dh, dc, d_gates[t])
+            rows, offset = (out[order[k - 1]], n) if k else (c0_rows, 0)
+            loops.lstm_cell_grads(gates[t], tanh_c[t], rows, offset, grad[t], dh, dc,
+                                  d_gates[t])
         else:
             _cell_grads(xp, gates[t], tanh_c[t], c_prev, grad[t, :, :n], grad[t, :, n:], dh,
                         dc, d_gates[t], s)
