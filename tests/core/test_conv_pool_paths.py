@@ -301,6 +301,7 @@ THREADED_CASES = [  # (x shape, w shape, conv2d keywords): each layout copy of t
     ((3, 5, 6, 7), (4, 5, 3, 3), {"padding": 1}),  # image, taps, ungrid with bias, grid
     ((2, 2, 5, 6), (7, 2, 3, 2), {"padding": (2, 1)}),  # input grad by add_taps
     ((2, 6, 5, 5), (6, 3, 3, 3), {"groups": 2, "dilation": 2, "padding": 2}),
+    ((2, 4, 7, 6), (5, 4, 3, 3), {"stride": 2, "padding": 1}),  # im2col and col2im
 ]
 
 
