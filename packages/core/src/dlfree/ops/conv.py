@@ -404,9 +404,9 @@ def _convolve_transposed(device, y, w, window, groups: int, taps=None):
 
     With stride 1 it takes one of three shapes. Where numba's nine-tap loops apply to the
     adjoint convolution, they compute it (from `taps`, `_adjoint_taps` of y, when
-    given). When the images have fewer channels than
-    y (per group), W^T @ y gives each tap's columns in the shifted layout, which
-    are added at their shifts (col2im, but with contiguous adds). Otherwise it is a
+    given). When the images have fewer channels than y (per group), W^T @ y gives each
+    tap's columns in the shifted layout, which are added at their shifts (col2im, but
+    with contiguous adds). Otherwise it is a
     convolution of y with the flipped, transposed kernel, which copies y's columns
     instead: fewer of them in that case. Other strides take W^T @ y and col2im.
     """
