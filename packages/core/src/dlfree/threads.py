@@ -160,9 +160,9 @@ def parallel_for(count: int, fn, min_chunk: int = 1, products: bool = False) -> 
         from .backends.openblas import one_thread_each
 
         with one_thread_each():
-            _run_chunks(count, fn, chunks)
+            _run_chunks(count, fn, chunks, threads)
     else:
-        _run_chunks(count, fn, chunks)
+        _run_chunks(count, fn, chunks, threads)
 
 
 class _Chunks:
@@ -192,11 +192,11 @@ class _Chunks:
                 raise
 
 
-def _run_chunks(count: int, fn, chunks: int) -> None:
+def _run_chunks(count: int, fn, chunks: int, threads: int) -> None:
     work = _Chunks(count, chunks, fn)
-    pool = _executor(get_num_threads() - 1)
+    pool = _executor(threads - 1)
     futures = []
-    for _ in range(min(get_num_threads(), chunks) - 1):
+    for _ in range(min(threads, chunks) - 1):
         try:
             futures.append(pool.submit(contextvars.copy_context().run, work.run))
         except RuntimeError:  # set_num_threads, in another thread, shut this pool down:

@@ -65,13 +65,13 @@ def lstm_forward(xp, xs, h0, c0, w_hh, b_hh, reverse: bool) -> tuple:
     for t in _order(steps, reverse):
         a = gates[t]
         xp.matmul(h, w_t, out=a)
-        h, c_new = out[t, :, :n], out[t, :, n:]
         if loops is not None:
             loops.lstm_cell(a, xs[t], bias, c_rows, offset, out[t], tanh_c[t])
             c_rows, offset = out[t], n
         else:
-            _cell(xp, a, xs[t], b_hh, c, h, c_new, tanh_c[t], scratch)
-        c = c_new
+            _cell(xp, a, xs[t], b_hh, c, out[t, :, :n], out[t, :, n:], tanh_c[t], scratch)
+            c = out[t, :, n:]
+        h = out[t, :, :n]
     return out, gates, tanh_c
 
 
@@ -125,12 +125,12 @@ def lstm_backward(xp, grad, out, gates, tanh_c, h0, c0, w_hh, bias: bool,
         grad, c0_rows = xp.ascontiguousarray(grad), xp.ascontiguousarray(c0)
     for k in range(steps - 1, -1, -1):
         t = order[k]
-        c_prev = out[order[k - 1], :, n:] if k else c0
         if loops is not None:
             rows, offset = (out[order[k - 1]], n) if k else (c0_rows, 0)
             loops.lstm_cell_grads(gates[t], tanh_c[t], rows, offset, grad[t], dh, dc,
                                   d_gates[t])
         else:
+            c_prev = out[order[k - 1], :, n:] if k else c0
             _cell_grads(xp, gates[t], tanh_c[t], c_prev, grad[t, :, :n], grad[t, :, n:], dh,
                         dc, d_gates[t], s)
         xp.matmul(d_gates[t], w_hh, out=dh)
