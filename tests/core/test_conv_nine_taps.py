@@ -33,7 +33,9 @@ U32 = 2.0 ** -24
 
 # (x shape, weight shape, conv2d keywords): output channels not a multiple of 4 (zero
 # rows) and odd (the weight gradient's pairs), one channel, one image, padding beyond the
-# kernel, asymmetric 'same' padding of a 1x9 kernel, dilation, no padding
+# kernel, asymmetric 'same' padding of a 1x9 kernel, dilation, no padding; then strided,
+# on the images' stride phases: ResNet's downsampling, a stride in one dim only on odd
+# sizes, and a stride equal to the kernel (in one dim) with padding beyond it
 CASES = [
     ((2, 5, 4, 4), (2, 5, 3, 3), {"padding": "same"}),
     ((3, 4, 6, 7), (6, 4, 3, 3), {"padding": 1}),
@@ -41,7 +43,11 @@ CASES = [
     ((2, 3, 7, 6), (4, 3, 3, 3), {"padding": 2, "dilation": 2}),
     ((2, 3, 6, 12), (3, 3, 1, 9), {"padding": "same"}),
     ((2, 8, 6, 5), (8, 8, 3, 3), {}),
+    ((2, 5, 8, 8), (6, 5, 3, 3), {"padding": 1, "stride": 2}),
+    ((3, 4, 9, 7), (5, 4, 3, 3), {"stride": (2, 1)}),
+    ((2, 3, 11, 10), (4, 3, 3, 3), {"padding": 2, "stride": (3, 2)}),
 ]
+STRIDED = CASES[6:]
 
 
 @pytest.fixture
@@ -110,8 +116,9 @@ def test_float32_within_the_summation_bound(compiled, calls, xs, ws, kw):
 
 
 # Whether the input gradient's padded copy of g also serves as the weight gradient's grid
-# (both layouts have rows of one padded width), per case of CASES
-SHARES_G = [True, True, False, True, True, False]
+# (both layouts have rows of one padded width), per case of CASES; a strided
+# convolution's input gradient takes no fused loop, so there is no copy to share
+SHARES_G = [True, True, False, True, True, False, False, False, False]
 
 
 @pytest.mark.parametrize("xs, ws, kw, shared", [c + (s,) for c, s in zip(CASES, SHARES_G)],
@@ -150,54 +157,60 @@ def _case(xs, ws, kw):
 
 @pytest.mark.parametrize("check", [check_gradcheck, check_gradgrad],
                          ids=["gradcheck", "gradgrad"])
-@pytest.mark.parametrize("xs, ws, kw", CASES[:4], ids=str)
+@pytest.mark.parametrize("xs, ws, kw", CASES[:4] + STRIDED, ids=str)
 def test_float64_gradients_and_double_backward(compiled, calls, check, xs, ws, kw):
     check(_case(xs, ws, kw), "cpu")
     assert calls["conv_nine_taps"] and calls["conv_nine_taps_weight_grad"]
 
 
-def test_results_do_not_depend_on_the_thread_count(compiled, monkeypatch):
+@pytest.mark.parametrize("kw", [{"padding": 1}, {"padding": 1, "stride": 2}], ids=str)
+def test_results_do_not_depend_on_the_thread_count(compiled, monkeypatch, kw):
     """Every output and weight-gradient entry is summed by one work item in one order."""
     rng = np.random.default_rng(1)
     x = rng.standard_normal((4, 6, 9, 40)).astype(np.float32)
     w = rng.standard_normal((7, 6, 3, 3)).astype(np.float32)
     b = rng.standard_normal(7).astype(np.float32)
-    g = rng.standard_normal((4, 7, 9, 40)).astype(np.float32)
+    grid = (9, 40) if "stride" not in kw else (5, 20)
+    g = rng.standard_normal((4, 7) + grid).astype(np.float32)
     monkeypatch.setattr(conv, "_TAP_CHUNK", 64)  # many work items even at this size
     monkeypatch.setattr(conv, "_TAP_GRAD_CHUNK", 100)
     before = dl.get_num_threads()
     try:
         dl.set_num_threads(1)
-        serial = _run(x, w, b, g, {"padding": 1})
+        serial = _run(x, w, b, g, kw)
         monkeypatch.setattr(threads, "_THREADED_BYTES", 0)
         dl.set_num_threads(3)
-        threaded = _run(x, w, b, g, {"padding": 1})
+        threaded = _run(x, w, b, g, kw)
     finally:
         dl.set_num_threads(before)
     for one, many in zip(serial, threaded, strict=True):
         np.testing.assert_array_equal(one, many)
 
 
-def test_pooled_buffers_are_fully_overwritten(compiled, monkeypatch):
+@pytest.mark.parametrize("kw, grid", [({"padding": 1}, (5, 6)),
+                                      ({"padding": 1, "stride": 2}, (3, 3))], ids=str)
+def test_pooled_buffers_are_fully_overwritten(compiled, monkeypatch, kw, grid):
     """The loops never read what a reused scratch buffer held: NaN in every pooled
     buffer changes nothing."""
     monkeypatch.setattr(im2col, "_SCRATCH_MIN", 0)
     monkeypatch.setattr(im2col, "_POOL", im2col._Pool())
     rng = np.random.default_rng(2)
     x, w = rng.standard_normal((2, 3, 5, 6)), rng.standard_normal((5, 3, 3, 3))
-    b, g = rng.standard_normal(5), rng.standard_normal((2, 5, 5, 6))
-    clean = _run(x, w, b, g, {"padding": 1})
+    b, g = rng.standard_normal(5), rng.standard_normal((2, 5) + grid)
+    clean = _run(x, w, b, g, kw)
     assert im2col._POOL.buffers
     for buffer in im2col._POOL.buffers:
         buffer.fill(255)  # NaN in every float dtype
-    for first, again in zip(clean, _run(x, w, b, g, {"padding": 1}), strict=True):
+    for first, again in zip(clean, _run(x, w, b, g, kw), strict=True):
         np.testing.assert_array_equal(first, again)
 
 
 @pytest.mark.parametrize("kw, ws, dtype, fused", [
     ({"padding": 1}, (4, 3, 3, 3), np.float32, True),
     ({"padding": 1}, (4, 3, 3, 3), np.float64, True),
-    ({"padding": 1, "stride": 2}, (4, 3, 3, 3), np.float32, False),  # strided: im2col
+    ({"padding": 1, "stride": 2}, (4, 3, 3, 3), np.float32, True),  # on the stride phases
+    ({"padding": 1, "stride": 4}, (4, 3, 3, 3), np.float32, False),  # a phase unread: im2col
+    ({"padding": 2, "stride": 2, "dilation": 2}, (4, 3, 3, 3), np.float32, False),  # im2col
     ({"padding": 1, "groups": 3}, (3, 1, 3, 3), np.float32, False),  # grouped
     ({"padding": 1}, (4, 3, 5, 5), np.float32, False),  # 25 taps
     ({"padding": 1}, (4, 3, 3, 3), np.float16, False),  # no half-precision loop: GEMMs

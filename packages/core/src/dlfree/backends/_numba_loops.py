@@ -418,3 +418,34 @@ def shifted_grid(y, out, lo, hi):
                 for j in range(width):
                     target[j] = source[j]
                 target[width:] = zero
+
+
+@njit(**_ELEMENTWISE)
+def phase_images(x, out, top, left, lo, hi):
+    """Channels lo:hi of (N, C, H, W) images `x` into `out`, (C, S0, S1, P0, N, P1), as
+    the stride phases of the images zero-padded by `top` rows and `left` columns before:
+    out[c, a, b, p, n, q] = padded[n, c, S0·p + a, S1·q + b], zero outside the images
+    (the layout of `im2col.Shifted.phase_image`)."""
+    batch, _, height, width = x.shape
+    s0, s1, rows, cols = out.shape[1], out.shape[2], out.shape[3], out.shape[5]
+    zero = out.dtype.type(0)
+    for c in range(lo, hi):
+        for a in range(s0):
+            for b in range(s1):
+                # the columns q whose S1·q + b - left lies in 0:width (no negative
+                # operand of //, whose rounding would then matter)
+                first = (left - b + s1 - 1) // s1 if left > b else 0
+                end = (width - 1 + left - b) // s1 + 1 if width - 1 + left >= b else 0
+                first, end = min(first, cols), max(min(end, cols), min(first, cols))
+                for p in range(rows):
+                    r = s0 * p + a - top
+                    for n in range(batch):
+                        target = out[c, a, b, p, n]
+                        if r < 0 or r >= height:
+                            target[:] = zero
+                            continue
+                        source = x[n, c, r]
+                        target[:first] = zero
+                        for q in range(first, end):
+                            target[q] = source[s1 * q + b - left]
+                        target[end:] = zero

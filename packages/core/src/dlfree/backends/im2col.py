@@ -261,6 +261,23 @@ class Shifted(NamedTuple):
             part[interior] = source[:, lo:hi]
         return copy
 
+    def phase_image(self, xp, image, window: Window):
+        """(N, C, H, W) images under the strided 2-d `window` whose `phase_window` this
+        layout is, as its stride phases: a (C, S0 * S1 * length) matrix, phase (a, b)
+        (rows a, a + S0, ... and columns b, b + S1, ... of the padded images) in this
+        layout at columns (a * S1 + b) * length onwards; and the column shift of each of
+        `window`'s taps, row-major, which reads the phase that tap falls on."""
+        (s0, s1), c = window.stride, image.shape[1]
+        out = scratch(xp, (c, s0, s1, self.window.padded[0], self.batch, self.window.padded[1]),
+                      image.dtype)
+        loops = numba_kernels.kernels()
+        top, left = window.pads[0][0], window.pads[1][0]
+        for_large_blocks(xp, c, out.nbytes,
+                         lambda lo, hi: loops.phase_images(image, out, top, left, lo, hi))
+        shifts = [((i % s0) * s1 + j % s1) * self.length + (i // s0) * self.steps[0] + j // s1
+                  for i in range(window.kernel[0]) for j in range(window.kernel[1])]
+        return out.reshape(c, -1), shifts
+
     def columns(self, xp, image, groups: int, inner: int):
         """The columns of `image` for one GEMM per outer tap: a (groups, K, length)
         stack of matrices, and the shift of each outer tap, which gives that tap's
@@ -349,6 +366,21 @@ class Shifted(NamedTuple):
     def _kept(self) -> tuple:
         """The index of the outputs kept, in the (O, grid0, N, P1, ...) view."""
         return (slice(None),) * 3 + tuple(slice(0, g) for g in self.window.grid[1:])
+
+
+def phase_window(window: Window):
+    """The stride-1 window that a strided 2-d `window` of dilation 1 is on each of the
+    stride phases of its padded images (`Shifted.phase_image`): a tap at offset t along
+    a dim of stride s reads phase t mod s at offset t // s, so its kernel is (k - 1) // s
+    + 1 taps long, its images that many more than the grid; or None where the strides
+    are all 1, the dilation is not, or a stride exceeds the kernel (a phase no tap reads)."""
+    kernel, stride = window.kernel, window.stride
+    if len(kernel) != 2 or all(s == 1 for s in stride) or any(d != 1 for d in window.dilation) \
+            or any(s > k for s, k in zip(stride, kernel, strict=True)):
+        return None
+    reach = tuple((k - 1) // s for k, s in zip(kernel, stride, strict=True))
+    return Window(tuple(g + r for g, r in zip(window.grid, reach, strict=True)),
+                  tuple(r + 1 for r in reach), (1, 1), (1, 1), ((0, 0), (0, 0)), window.grid)
 
 
 def _channel_row_major(image, channel_dims: int = 1):

@@ -19,7 +19,9 @@ With numba installed, a 2-d convolution of stride 1 with nine taps (3x3) and one
 in float32 or float64, skips the GEMMs (`_NineTaps`): compiled loops over the image in
 the shifted layout form each output's nine products for every channel in cache, and its
 duals are the same loops (the input gradient a nine-tap convolution with the flipped
-kernel, the weight gradient nine dot products per channel pair). The tap copies and
+kernel, the weight gradient nine dot products per channel pair). A strided one (ResNet's
+downsampling) runs the same loops and its weight gradient too, on the stride phases of
+the image (`im2col.phase_window`), where each tap reads one phase shifted. The tap copies and
 partial sums that the GEMMs need cost more memory traffic than the multiplications at the
 channel counts of CIFAR or early ImageNet layers (see docs/performance.md).
 `unfold` and `fold` are im2col and col2im on their own, each the other's adjoint.
@@ -33,7 +35,7 @@ import numbers
 from ..autograd.autocasting import autocast_policy
 from ..autograd.function import Function
 from ..backends import numba_kernels
-from ..backends.im2col import Shifted, Window, scratch
+from ..backends.im2col import Shifted, Window, phase_window, scratch
 from ..backends.openblas import gemm
 from ..errors import DTypeError, ShapeError
 from ..threads import parallel_for
@@ -150,13 +152,25 @@ def _columns(backend, x, window, groups: int):
 
 def _nine_tap_loops(xp, x, window, groups: int):
     """numba's fused loops for a convolution of `x` under `window`, or None: they serve
-    one group of float32 or float64 images with a 2-d nine-tap kernel (3x3, or 1x9, any
-    padding and dilation) of stride 1 in the shifted layout, when numba is installed."""
+    one group of float32 or float64 images with a 2-d nine-tap kernel (3x3, or 1x9), when
+    numba is installed: of stride 1 (any padding and dilation) in the shifted layout, or
+    strided without dilation on the stride phases of the images (`_tap_layout`)."""
     if groups != 1 or len(window.kernel) != 2 or math.prod(window.kernel) != 9 or \
             0 in x.shape[:2] or \
-            Shifted.of(window, x.shape[0]) is None:
+            _tap_layout(window, x.shape[0]) is None:
         return None
     return numba_kernels.kernels_for(xp, "fd", x)
+
+
+def _tap_layout(window, batch: int):
+    """The shifted layout that the fused loops read images under `window` in: the
+    window's own for stride 1; for a strided one, that of its `phase_window`, a stride-1
+    window over each stride phase of the images, where every tap reads one phase
+    shifted (so a strided convolution computes only the outputs it keeps); or None."""
+    if all(s == 1 for s in window.stride):
+        return Shifted.of(window, batch)
+    phases = phase_window(window)
+    return None if phases is None else Shifted.of(phases, batch)
 
 
 # Output positions per work item of the fused loops (rounded down to whole layout rows):
@@ -174,9 +188,13 @@ class _NineTaps:
 
     def __init__(self, loops, xp, x, window):
         self.loops, self.xp, self.window = loops, xp, window
-        self.layout = layout = Shifted.of(window, x.shape[0])
-        self.matrix = layout.image(xp, x, 1)[0]  # (C, length)
-        self.shifts = xp.array(layout.offsets(range(len(window.kernel))), xp.int64)
+        self.layout = layout = _tap_layout(window, x.shape[0])
+        if layout.window is window:
+            self.matrix = layout.image(xp, x, 1)[0]  # (C, length)
+            shifts = layout.offsets(range(len(window.kernel)))
+        else:  # (C, phases * length)
+            self.matrix, shifts = layout.phase_image(xp, x, window)
+        self.shifts = xp.array(shifts, xp.int64)
 
     def convolve(self, w, bias=None):
         """x ⋆ w (+ bias, one per output channel) as (N, O, *grid)."""
@@ -184,8 +202,8 @@ class _NineTaps:
         taps = xp.zeros((-(-o // 4) * 4, c, 9), w.dtype)  # zero rows up to a multiple of 4
         taps[:o] = w.reshape(o, c, 9)
         bias = xp.zeros(0, w.dtype) if bias is None else bias
-        out = xp.empty((layout.batch, o) + self.window.grid, w.dtype)
-        width = self.window.padded[1]  # one row of the layout: a padded image row
+        out = xp.empty((layout.batch, o) + layout.window.grid, w.dtype)
+        width = layout.window.padded[1]  # one row of the layout: a padded image row
         rows = max(1, _TAP_CHUNK // width)
         blocks = -(-layout.span // (rows * width))
 
