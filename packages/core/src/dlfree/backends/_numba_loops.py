@@ -436,7 +436,8 @@ def phase_images(x, out, top, left, lo, hi):
                 # operand of //, whose rounding would then matter)
                 first = (left - b + s1 - 1) // s1 if left > b else 0
                 end = (width - 1 + left - b) // s1 + 1 if width - 1 + left >= b else 0
-                first, end = min(first, cols), max(min(end, cols), min(first, cols))
+                first = min(first, cols)
+                end = max(first, min(end, cols))
                 for p in range(rows):
                     r = s0 * p + a - top
                     for n in range(batch):

@@ -266,7 +266,8 @@ class Shifted(NamedTuple):
         layout is, as its stride phases: a (C, S0 * S1 * length) matrix, phase (a, b)
         (rows a, a + S0, ... and columns b, b + S1, ... of the padded images) in this
         layout at columns (a * S1 + b) * length onwards; and the column shift of each of
-        `window`'s taps, row-major, which reads the phase that tap falls on."""
+        `window`'s taps, row-major, which reads the phase that tap falls on. numba's
+        `phase_images` copies them: only its fused convolution loops read this layout."""
         (s0, s1), c = window.stride, image.shape[1]
         out = scratch(xp, (c, s0, s1, self.window.padded[0], self.batch, self.window.padded[1]),
                       image.dtype)
