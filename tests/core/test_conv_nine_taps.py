@@ -57,19 +57,51 @@ def compiled():
     numba_kernels.set_enabled(None)
 
 
+class _Counting:
+    """The module of compiled loops, counting the calls from Python to some of them."""
+
+    def __init__(self, module, counts: dict):
+        self._module, self._counts = module, counts
+
+    def __getattr__(self, name):
+        loop = getattr(self._module, name)
+        if name not in self._counts:
+            return loop
+
+        def counted(*args):
+            self._counts[name] += 1
+            return loop(*args)
+        return counted
+
+
 @pytest.fixture
 def calls(monkeypatch):
-    """How many calls each fused loop got (one per thread that took a share of the work)."""
-    counts = {"conv_nine_taps": 0, "conv_nine_taps_weight_grad": 0}
-    loops = numba_kernels.kernels()
-    for name in counts:
-        original = getattr(loops, name)
-
-        def counted(*args, _name=name, _original=original):
-            counts[_name] += 1
-            return _original(*args)
-        monkeypatch.setattr(loops, name, counted)
+    """How many calls each fused loop got from Python (one per thread that took a share of
+    the work); a pass over a few images calls the whole-batch loops from numba, which
+    this does not see (the compiled drivers bind them at compile time)."""
+    counts = {"conv_nine_taps": 0, "conv_nine_taps_weight_grad": 0,
+              "conv_nine_taps_by_images": 0, "conv_nine_taps_weight_grad_by_images": 0}
+    numba_kernels.kernels()  # imports the module
+    monkeypatch.setattr(numba_kernels, "_module", _Counting(numba_kernels._module, counts))
     return counts
+
+
+@pytest.fixture(params=["whole batch", "passes"])
+def passes(request, monkeypatch):
+    """Whether stride-1 convolutions take their images a few at a time (one per pass, two
+    per weight-gradient pass), as large batches do, or pad the whole batch at once, as
+    these small ones do by the rule (`conv._images_per_pass`)."""
+    if request.param == "passes":
+        monkeypatch.setattr(conv, "_images_per_pass", lambda x, window: 1)
+    return request.param == "passes"
+
+
+def _fused(calls, passes: bool, strided: bool) -> bool:
+    """Whether both loops ran, through the passes over a few images where expected."""
+    if passes and not strided:
+        return calls["conv_nine_taps_by_images"] > 0 and \
+            calls["conv_nine_taps_weight_grad_by_images"] > 0
+    return calls["conv_nine_taps"] > 0 and calls["conv_nine_taps_weight_grad"] > 0
 
 
 def _abs_conv(x, w, kw):
@@ -86,7 +118,7 @@ def _run(x, w, b, g, kw):
 
 
 @pytest.mark.parametrize("xs, ws, kw", CASES, ids=str)
-def test_float32_within_the_summation_bound(compiled, calls, xs, ws, kw):
+def test_float32_within_the_summation_bound(compiled, calls, passes, xs, ws, kw):
     rng = np.random.default_rng(0)
     x, w = rng.standard_normal(xs).astype(np.float32), rng.standard_normal(ws).astype(np.float32)
     b = rng.standard_normal(ws[0]).astype(np.float32)
@@ -96,7 +128,7 @@ def test_float32_within_the_summation_bound(compiled, calls, xs, ws, kw):
     g64 = torch.tensor(g, dtype=torch.float64)
     exact.backward(g64)
     out, gx, gw, gb = _run(x, w, b, g, kw)
-    assert calls["conv_nine_taps"] and calls["conv_nine_taps_weight_grad"]
+    assert _fused(calls, passes, "stride" in kw)
 
     _, magnitude = _abs_conv(x64.detach(), w64.detach(), kw)
     magnitude = magnitude + b64.detach().abs().reshape(-1, 1, 1)
@@ -158,13 +190,53 @@ def _case(xs, ws, kw):
 @pytest.mark.parametrize("check", [check_gradcheck, check_gradgrad],
                          ids=["gradcheck", "gradgrad"])
 @pytest.mark.parametrize("xs, ws, kw", CASES[:4] + STRIDED, ids=str)
-def test_float64_gradients_and_double_backward(compiled, calls, check, xs, ws, kw):
+def test_float64_gradients_and_double_backward(compiled, calls, passes, check, xs, ws, kw):
     check(_case(xs, ws, kw), "cpu")
-    assert calls["conv_nine_taps"] and calls["conv_nine_taps_weight_grad"]
+    assert _fused(calls, passes, "stride" in kw)
+
+
+@pytest.mark.parametrize("xs, ws, kw", CASES[:6], ids=str)
+def test_passes_over_a_few_images_give_every_output_the_whole_batchs_value(
+        compiled, calls, monkeypatch, xs, ws, kw):
+    """An output and an input-gradient entry are summed in one order whichever images
+    share its pass, so they equal, bit for bit, those of the whole batch padded at once;
+    the weight gradient adds up the passes' sums (within its bound, tested above)."""
+    rng = np.random.default_rng(4)
+    xs = (5,) + xs[1:]  # passes of 1 image (2 for the weight gradient, the last of 1)
+    x, w = rng.standard_normal(xs).astype(np.float32), rng.standard_normal(ws).astype(np.float32)
+    b = rng.standard_normal(ws[0]).astype(np.float32)
+    grid = torch.nn.functional.conv2d(torch.tensor(x), torch.tensor(w), **kw).shape[2:]
+    g = rng.standard_normal((5, ws[0]) + tuple(grid)).astype(np.float32)
+    whole = _run(x, w, b, g, kw)
+    assert calls["conv_nine_taps_by_images"] == 0
+    monkeypatch.setattr(conv, "_images_per_pass", lambda x, window: 1)
+    passes = _run(x, w, b, g, kw)
+    assert _fused(calls, True, False)
+    for one, other in zip(whole[:2], passes[:2], strict=True):
+        np.testing.assert_array_equal(one, other)
+    np.testing.assert_allclose(passes[2], whole[2], rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("shape, dtype, kw, part", [
+    ((128, 16, 32, 32), np.float32, {"padding": 1}, 3),  # ResNet-20's three stages
+    ((128, 32, 16, 16), np.float32, {"padding": 1}, 6),
+    ((128, 64, 8, 8), np.float32, {"padding": 1}, 10),
+    ((128, 16, 32, 32), np.float64, {"padding": 1}, 1),  # twice the bytes per image
+    ((128, 16, 30, 30), np.float32, {}, 4),  # no padding: (30, 30) images
+    ((8, 16, 32, 32), np.float32, {"padding": 1}, 0),  # 3 passes: the batch at once
+    ((128, 64, 64, 64), np.float32, {"padding": 1}, 0),  # one image exceeds the buffer
+])
+def test_the_images_per_pass(shape, dtype, kw, part):
+    """As many padded images as fit in `_PASS_BYTES`, where the batch takes at least
+    `_MIN_PASSES` passes, else 0 (the whole batch at once)."""
+    x = np.zeros(shape, dtype)
+    pad = kw.get("padding", 0)
+    window = conv._window("conv2d", shape[2:], (3, 3), (1, 1), (1, 1), ((pad, pad),) * 2)
+    assert conv._images_per_pass(x, window) == part
 
 
 @pytest.mark.parametrize("kw", [{"padding": 1}, {"padding": 1, "stride": 2}], ids=str)
-def test_results_do_not_depend_on_the_thread_count(compiled, monkeypatch, kw):
+def test_results_do_not_depend_on_the_thread_count(compiled, monkeypatch, passes, kw):
     """Every output and weight-gradient entry is summed by one work item in one order."""
     rng = np.random.default_rng(1)
     x = rng.standard_normal((4, 6, 9, 40)).astype(np.float32)
@@ -189,14 +261,14 @@ def test_results_do_not_depend_on_the_thread_count(compiled, monkeypatch, kw):
 
 @pytest.mark.parametrize("kw, grid", [({"padding": 1}, (5, 6)),
                                       ({"padding": 1, "stride": 2}, (3, 3))], ids=str)
-def test_pooled_buffers_are_fully_overwritten(compiled, monkeypatch, kw, grid):
+def test_pooled_buffers_are_fully_overwritten(compiled, monkeypatch, passes, kw, grid):
     """The loops never read what a reused scratch buffer held: NaN in every pooled
     buffer changes nothing."""
     monkeypatch.setattr(im2col, "_SCRATCH_MIN", 0)
     monkeypatch.setattr(im2col, "_POOL", im2col._Pool())
     rng = np.random.default_rng(2)
-    x, w = rng.standard_normal((2, 3, 5, 6)), rng.standard_normal((5, 3, 3, 3))
-    b, g = rng.standard_normal(5), rng.standard_normal((2, 5) + grid)
+    x, w = rng.standard_normal((3, 3, 5, 6)), rng.standard_normal((5, 3, 3, 3))
+    b, g = rng.standard_normal(5), rng.standard_normal((3, 5) + grid)
     clean = _run(x, w, b, g, kw)
     assert im2col._POOL.buffers
     for buffer in im2col._POOL.buffers:
@@ -233,7 +305,7 @@ def test_switched_off_the_gemm_paths_run(calls):
         dl.functional.conv2d(x, w, padding=1).sum().backward()
     finally:
         numba_kernels.set_enabled(None)
-    assert calls == {"conv_nine_taps": 0, "conv_nine_taps_weight_grad": 0}
+    assert not any(calls.values())
 
 
 def test_strided_inputs_and_a_broadcast_gradient(compiled, calls):

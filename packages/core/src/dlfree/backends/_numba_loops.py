@@ -450,3 +450,70 @@ def phase_images(x, out, top, left, lo, hi):
                         for q in range(first, end):
                             target[q] = source[s1 * q + b - left]
                         target[end:] = zero
+
+
+# ------------------------------------- 3x3 convolutions, a few padded images at a time
+@njit(**_INLINE)
+def _pass_layout(taps, batch, grid, padded, shifts):
+    """The span of a pass over `batch` images padded to `padded` (P0, P1), for outputs on
+    `grid`; each tap's column shift (its offsets `taps`, (9, 2)) into `shifts`:
+    `im2col.Shifted`'s geometry for those images alone."""
+    row = batch * padded[1]
+    for t in range(9):
+        shifts[t] = taps[t, 0] * row + taps[t, 1]
+    return (grid[0] - 1) * row + (batch - 1) * padded[1] + grid[1]
+
+
+@njit(**_INLINE)
+def _padded_pass(x, n0, n1, local, top, left, padded):
+    """Images n0:n1 of `x` (N, C, H, W) padded into the flat buffer `local`, as the
+    (C, P0 * (n1 - n0) * P1) matrix of their shifted layout (`shifted_image`)."""
+    channels, b = x.shape[1], n1 - n0
+    image = local[:channels * padded[0] * b * padded[1]].reshape(
+        (channels, padded[0], b, padded[1]))
+    shifted_image(x[n0:n1], image, top, left, 0, channels)
+    return image.reshape((channels, padded[0] * b * padded[1]))
+
+
+@njit(**_ELEMENTWISE)
+def conv_nine_taps_by_images(x, w, bias, taps, top, left, padded, part, local, acc, y, rows,
+                             lo, hi):
+    """`conv_nine_taps` of (N, C, H, W) images `x`, `part` images per work item (item i:
+    images i·part onwards): each pass pads its images to `padded` (P0, P1), by `top` rows
+    and `left` columns, into the flat buffer `local` (C · P0 · part · P1 entries) and
+    convolves them there while they stay in cache. `taps` (9, 2) are the taps' row and
+    column offsets in the padded images; the rest is as for `conv_nine_taps`, which gives
+    each output the same value either way."""
+    batch, quads = x.shape[0], w.shape[0] // 4
+    grid = (y.shape[2], y.shape[3])
+    shifts = np.empty(9, np.int64)
+    for item in range(lo, hi):
+        n0 = item * part
+        n1 = min(batch, n0 + part)
+        image = _padded_pass(x, n0, n1, local, top, left, padded)
+        span = _pass_layout(taps, n1 - n0, grid, padded, shifts)
+        blocks = -(-span // (rows * padded[1]))
+        conv_nine_taps(image, w, bias, shifts, acc, y[n0:n1], span, rows, 0, blocks * quads)
+
+
+@njit(**_REDUCING)
+def conv_nine_taps_weight_grad_by_images(x, g, taps, top, left, padded, part, local,
+                                         local_grid, dw, chunk, lo, hi):
+    """`conv_nine_taps_weight_grad` of images `x` (N, C, H, W) and output gradients `g`
+    (N, O, G0, G1), `part` images per work item: item i pads its images into the flat
+    `local` as `conv_nine_taps_by_images` does, copies their gradients into the flat
+    `local_grid` (O · G0 · part · P1 entries) with `shifted_grid`, and sums their weight
+    gradient into dw[i] ((items, O, C, 9), zeroed), which the caller adds up in order."""
+    batch, out_channels = x.shape[0], g.shape[1]
+    grid = (g.shape[2], g.shape[3])
+    shifts = np.empty(9, np.int64)
+    for item in range(lo, hi):
+        n0 = item * part
+        n1 = min(batch, n0 + part)
+        image = _padded_pass(x, n0, n1, local, top, left, padded)
+        size = out_channels * grid[0] * (n1 - n0) * padded[1]
+        grads = local_grid[:size].reshape((out_channels, grid[0], n1 - n0, padded[1]))
+        shifted_grid(g[n0:n1], grads, 0, out_channels)
+        span = _pass_layout(taps, n1 - n0, grid, padded, shifts)
+        conv_nine_taps_weight_grad(image, grads.reshape((out_channels, size // out_channels)),
+                                   0, shifts, dw[item], span, chunk, 0, (out_channels + 1) // 2)
