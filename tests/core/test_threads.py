@@ -42,6 +42,17 @@ def test_chunks_cover_the_range_once_in_order(two_threads):
     assert sorted(calls) == [(0, 1), (1, 2), (2, 3)]
 
 
+def test_single_makes_every_item_a_chunk(two_threads):
+    calls, lock = [], threading.Lock()
+
+    def record(lo, hi):
+        with lock:
+            calls.append((lo, hi))
+
+    threads.parallel_for(4 * threads.CHUNKS_PER_THREAD, record, single=True)
+    assert sorted(calls) == [(i, i + 1) for i in range(4 * threads.CHUNKS_PER_THREAD)]
+
+
 def test_a_late_threads_chunks_are_taken_by_the_others(two_threads):
     """The worker's first chunk stalls; the caller's thread runs every other chunk
     meanwhile rather than leaving the worker a fixed half."""

@@ -137,10 +137,13 @@ def _run_chunk(fn, lo: int, hi: int) -> None:
 CHUNKS_PER_THREAD = 4
 
 
-def parallel_for(count: int, fn, min_chunk: int = 1, products: bool = False) -> None:
+def parallel_for(count: int, fn, min_chunk: int = 1, products: bool = False,
+                 single: bool = False) -> None:
     """fn(lo, hi) over consecutive chunks of range(count), at least `min_chunk` items each
     and up to `CHUNKS_PER_THREAD` per thread, each run by the next thread free to take it;
-    returns when all are done, raising the first error a chunk raised.
+    returns when all are done, raising the first error a chunk raised. With `single`
+    every item is a chunk: for a few dozen items that each take long, so that the threads
+    finish within one item of each other.
 
     The calling thread takes chunks itself. The chunks depend only on `count`, `min_chunk`
     and the number of threads, so a caller that keeps a result per chunk and combines
@@ -151,7 +154,8 @@ def parallel_for(count: int, fn, min_chunk: int = 1, products: bool = False) -> 
     meanwhile (see dlfree.backends.openblas).
     """
     threads = get_num_threads()
-    chunks = min(threads * CHUNKS_PER_THREAD, count // max(min_chunk, 1))
+    chunks = count if single else \
+        min(threads * CHUNKS_PER_THREAD, count // max(min_chunk, 1))
     if threads <= 1 or chunks <= 1 or getattr(_STATE, "inside", False):
         if count > 0:
             fn(0, count)

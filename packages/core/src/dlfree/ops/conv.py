@@ -256,7 +256,7 @@ class _NineTaps:
             acc = xp.empty((4, rows * padded[1]), x.dtype)
             self.loops.conv_nine_taps_by_images(x, taps, bias, self.taps, top, left, padded,
                                                 part, local, acc, out, rows, lo, hi)
-        parallel_for(-(-x.shape[0] // part), run)
+        parallel_for(-(-x.shape[0] // part), run, single=True)
         return out
 
     def weight_grad(self, y, shape: tuple, taps=None):
@@ -291,7 +291,7 @@ class _NineTaps:
             self.loops.conv_nine_taps_weight_grad_by_images(
                 x, y, self.taps, top, left, padded, part, local, grid, dw,
                 _TAP_GRAD_CHUNK, lo, hi)
-        parallel_for(items, run)
+        parallel_for(items, run, single=True)
         return dw.sum(axis=0).reshape(shape)
 
     def grid_of(self, layout):
