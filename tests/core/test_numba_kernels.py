@@ -82,6 +82,29 @@ def test_gelu_and_layer_norm_run_the_loops_when_on(monkeypatch, on):
     assert all(bool(calls) is on for calls in counted.values()), counted
 
 
+@pytest.mark.parametrize("on", [False, True])
+def test_relu_runs_the_loops_past_the_threading_size_when_on(monkeypatch, on):
+    """relu and its gradient take numba's loops where they run in threaded blocks (past
+    1 MiB of arrays), each thread's run of blocks in one call; their values are held to
+    torch's in tests/core/test_parity_elementwise.py."""
+    numba_kernels.set_enabled(True)
+    loops = numba_kernels.kernels()
+    counted = {name: _spy(monkeypatch, loops, name) for name in ("relu", "relu_grad")}
+    numba_kernels.set_enabled(on)
+    before = dl.get_num_threads()
+    dl.set_num_threads(2)
+    try:
+        x = dl.randn(8, 1 << 17, requires_grad=True)  # 16 blocks of 64 Ki elements
+        F.relu(x).backward(dl.randn(8, 1 << 17))
+    finally:
+        dl.set_num_threads(before)
+        numba_kernels.set_enabled(None)
+    assert all(bool(calls) is on for calls in counted.values()), counted
+    if on:  # one call per chunk (8 on two threads), not one per block
+        assert all(len(calls) <= 2 * dl.threads.CHUNKS_PER_THREAD
+                   for calls in counted.values()), counted
+
+
 def test_exp_within_one_ulp_over_every_range():
     """The loops' exp against float64 exp, over [-104, 89] densely: within 1 ulp of the
     float32 result where that is normal, within the smallest subnormal below it, inf past

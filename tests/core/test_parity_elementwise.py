@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import importlib.util
+
 import dlfree as dl
+from dlfree.backends import numba_kernels
 
 import numpy as np
 import pytest
@@ -278,13 +281,18 @@ def test_edge_values_match_torch():
         np.testing.assert_allclose(ours, ref, rtol=1e-6, err_msg=name)
 
 
+@pytest.mark.parametrize("numba", [False, True], ids=["numpy", "numba"])
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
-def test_relu_in_threaded_blocks_matches_torch_bit_for_bit(dtype):
-    """Past 1 MiB, relu and its gradient run in blocks on the intra-op threads: the same
-    values as torch's, edge values (signed zeros, inf; NaN forward) and the last short
-    block included. At a NaN output the gradient is 0 (g · (y > 0)); torch passes g."""
+def test_relu_in_threaded_blocks_matches_torch_bit_for_bit(dtype, numba):
+    """Past 1 MiB, relu and its gradient run in blocks on the intra-op threads (numba's
+    loops over runs of blocks, when installed): the same values as torch's, edge values
+    (signed zeros, inf; NaN forward) and the last short block included. At a NaN output
+    the gradient is 0 (g · (y > 0)); torch passes g."""
+    if numba and importlib.util.find_spec("numba") is None:
+        pytest.skip("numba is not installed (pip install dlfree[numba])")
     before = dl.get_num_threads()
     dl.set_num_threads(2)
+    numba_kernels.set_enabled(numba)
     try:
         rng = np.random.default_rng(3)
         x = rng.standard_normal(3 * (1 << 16) + 17).astype(dtype)
@@ -301,6 +309,7 @@ def test_relu_in_threaded_blocks_matches_torch_bit_for_bit(dtype):
         assert grad[0] == 0 and grad_ref[0] == g[0]  # the one difference, at NaN
         np.testing.assert_array_equal(grad[1:], grad_ref[1:])
     finally:
+        numba_kernels.set_enabled(None)
         dl.set_num_threads(before)
 
 

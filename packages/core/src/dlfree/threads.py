@@ -240,10 +240,12 @@ def for_large_blocks(xp, count: int, nbytes: int, fn) -> None:
 _ELEMENT_BLOCK = 1 << 16
 
 
-def for_elements(xp, fn, out, *inputs) -> bool:
+def for_elements(xp, fn, out, *inputs, runs: bool = False) -> bool:
     """fn(out_part, *input_parts) over matching blocks of `_ELEMENT_BLOCK` elements of
     `out` and `inputs`, run by `parallel_for`: an elementwise kernel of several
-    passes then makes them over one block in cache, on every thread. It applies to NumPy
+    passes then makes them over one block in cache, on every thread. With `runs`, fn
+    takes each chunk's run of blocks in one call instead (a compiled loop of one pass
+    gains nothing from blocks, and each call costs microseconds). It applies to NumPy
     arrays all C-contiguous, of one shape and together of at least `_THREADED_BYTES`;
     returns False, doing nothing, otherwise (a small kernel runs fastest as one call)."""
     arrays = (out,) + inputs
@@ -254,6 +256,10 @@ def for_elements(xp, fn, out, *inputs) -> bool:
     size = out.size
 
     def run(lo: int, hi: int) -> None:
+        if runs:
+            part = slice(lo * _ELEMENT_BLOCK, min(hi * _ELEMENT_BLOCK, size))
+            fn(*[a[part] for a in flat])
+            return
         for start in range(lo * _ELEMENT_BLOCK, min(hi * _ELEMENT_BLOCK, size), _ELEMENT_BLOCK):
             part = slice(start, min(start + _ELEMENT_BLOCK, size))
             fn(*[a[part] for a in flat])

@@ -212,6 +212,25 @@ def lstm_cell_grads(gates, tanh_c, c_prev, offset, grad, dh, dc, d_gates):
             c_grads[j] = c_grad * f[j]
 
 
+@njit(**_ELEMENTWISE)
+def relu(x, out):
+    """out = max(0, x) over 1-d arrays as NumPy's maximum(0, x) gives it: x itself where
+    it is not below 0 (-0.0 and NaN kept), else 0."""
+    zero = x.dtype.type(0)
+    for i in range(x.size):
+        v = x[i]
+        out[i] = zero if v < zero else v
+
+
+@njit(**_ELEMENTWISE)
+def relu_grad(g, y, out):
+    """out = g · (y > 0) over 1-d arrays, the mask times g as `ops.elementwise._masked`
+    computes it (so 0 · g: a NaN or inf g gives NaN where y is not positive)."""
+    zero, one = y.dtype.type(0), y.dtype.type(1)
+    for i in range(y.size):
+        out[i] = (one if y[i] > zero else zero) * g[i]
+
+
 # ------------------------------------------------- 3x3 convolutions, taps fused in cache
 @njit(**_INLINE)
 def _nine_taps(w, o, c):

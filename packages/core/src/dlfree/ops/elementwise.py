@@ -17,6 +17,7 @@ from .. import dtypes
 from ..autograd.autocasting import autocast_policy
 from ..autograd.function import Function
 from ..autograd.grad_mode import STATE
+from ..backends import numba_kernels
 from ..creation import zeros, zeros_like
 from ..errors import DTypeError
 from ..tensor import Tensor
@@ -757,7 +758,10 @@ class Relu(_Unary):
     def forward(self, x):
         xp = self.xp
         out = xp.empty_like(x, order="C")  # 0 first: relu(-0.0) is -0.0, as in torch
-        if not for_elements(xp, lambda o, a: xp.maximum(0, a, out=o), out, x):
+        loops = numba_kernels.kernels_for(xp, "fd", x)  # the same values in one pass
+        kernel = (lambda o, a: loops.relu(a, o)) if loops is not None else \
+            (lambda o, a: xp.maximum(0, a, out=o))
+        if not for_elements(xp, kernel, out, x, runs=loops is not None):
             xp.maximum(0, x, out=out)
         return out
 
@@ -767,7 +771,10 @@ class Relu(_Unary):
             return (g * sign(y),)
         xp, gd, yd = self.xp, g._data, y._data
         out = xp.empty(yd.shape, gd.dtype)
-        if not for_elements(xp, lambda o, a, b: _masked(xp, o, a, b), out, gd, yd):
+        loops = numba_kernels.kernels_for(xp, "fd", gd, yd)
+        kernel = (lambda o, a, b: loops.relu_grad(a, b, o)) if loops is not None else \
+            (lambda o, a, b: _masked(xp, o, a, b))
+        if not for_elements(xp, kernel, out, gd, yd, runs=loops is not None):
             _masked(xp, out, gd, yd)
         return (Tensor._make(out, g._device),)
 
