@@ -105,6 +105,7 @@ def test_for_elements_covers_every_element_once_in_whole_blocks(two_threads):
         parts.append(o.size)
         idents.add(threading.get_ident())
         np.multiply(a, 2, out=o)
+        time.sleep(0.02)  # long enough that a worker woken late still takes a block
 
     assert threads.for_elements(np, double, out, x)
     np.testing.assert_array_equal(out, 2 * x)
