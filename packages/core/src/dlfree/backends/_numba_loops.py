@@ -473,25 +473,22 @@ def phase_images(x, out, top, left, lo, hi):
 
 # ------------------------------------- 3x3 convolutions, a few padded images at a time
 @njit(**_INLINE)
-def _pass_layout(taps, batch, grid, padded, shifts):
-    """The span of a pass over `batch` images padded to `padded` (P0, P1), for outputs on
-    `grid`; each tap's column shift (its offsets `taps`, (9, 2)) into `shifts`:
-    `im2col.Shifted`'s geometry for those images alone."""
-    row = batch * padded[1]
+def _pass(x, item, part, local, top, left, padded, taps, grid, shifts):
+    """Work item `item`'s pass: images n0:n1 = item·part onwards of `x` (N, C, H, W),
+    padded to `padded` (P0, P1) by `top` rows and `left` columns into the flat buffer
+    `local` with `shifted_image`; each tap's column shift (its offsets `taps`, (9, 2)) in
+    them into `shifts`. Returns n0, n1, their (C, P0 · (n1 - n0) · P1) matrix and the span
+    reaching their last output on `grid`: `im2col.Shifted`'s layout of those images alone."""
+    channels = x.shape[1]
+    n0 = item * part
+    n1 = min(x.shape[0], n0 + part)
+    b, row = n1 - n0, (n1 - n0) * padded[1]
+    image = local[:channels * padded[0] * row].reshape((channels, padded[0], b, padded[1]))
+    shifted_image(x[n0:n1], image, top, left, 0, channels)
     for t in range(9):
         shifts[t] = taps[t, 0] * row + taps[t, 1]
-    return (grid[0] - 1) * row + (batch - 1) * padded[1] + grid[1]
-
-
-@njit(**_INLINE)
-def _padded_pass(x, n0, n1, local, top, left, padded):
-    """Images n0:n1 of `x` (N, C, H, W) padded into the flat buffer `local`, as the
-    (C, P0 * (n1 - n0) * P1) matrix of their shifted layout (`shifted_image`)."""
-    channels, b = x.shape[1], n1 - n0
-    image = local[:channels * padded[0] * b * padded[1]].reshape(
-        (channels, padded[0], b, padded[1]))
-    shifted_image(x[n0:n1], image, top, left, 0, channels)
-    return image.reshape((channels, padded[0] * b * padded[1]))
+    span = (grid[0] - 1) * row + (b - 1) * padded[1] + grid[1]
+    return n0, n1, image.reshape((channels, padded[0] * row)), span
 
 
 @njit(**_ELEMENTWISE)
@@ -503,14 +500,11 @@ def conv_nine_taps_by_images(x, w, bias, taps, top, left, padded, part, local, a
     convolves them there while they stay in cache. `taps` (9, 2) are the taps' row and
     column offsets in the padded images; the rest is as for `conv_nine_taps`, which gives
     each output the same value either way."""
-    batch, quads = x.shape[0], w.shape[0] // 4
-    grid = (y.shape[2], y.shape[3])
+    quads, grid = w.shape[0] // 4, (y.shape[2], y.shape[3])
     shifts = np.empty(9, np.int64)
     for item in range(lo, hi):
-        n0 = item * part
-        n1 = min(batch, n0 + part)
-        image = _padded_pass(x, n0, n1, local, top, left, padded)
-        span = _pass_layout(taps, n1 - n0, grid, padded, shifts)
+        n0, n1, image, span = _pass(x, item, part, local, top, left, padded, taps, grid,
+                                    shifts)
         blocks = -(-span // (rows * padded[1]))
         conv_nine_taps(image, w, bias, shifts, acc, y[n0:n1], span, rows, 0, blocks * quads)
 
@@ -523,16 +517,13 @@ def conv_nine_taps_weight_grad_by_images(x, g, taps, top, left, padded, part, lo
     `local` as `conv_nine_taps_by_images` does, copies their gradients into the flat
     `local_grid` (O · G0 · part · P1 entries) with `shifted_grid`, and sums their weight
     gradient into dw[i] ((items, O, C, 9), zeroed), which the caller adds up in order."""
-    batch, out_channels = x.shape[0], g.shape[1]
-    grid = (g.shape[2], g.shape[3])
+    out_channels, grid = g.shape[1], (g.shape[2], g.shape[3])
     shifts = np.empty(9, np.int64)
     for item in range(lo, hi):
-        n0 = item * part
-        n1 = min(batch, n0 + part)
-        image = _padded_pass(x, n0, n1, local, top, left, padded)
+        n0, n1, image, span = _pass(x, item, part, local, top, left, padded, taps, grid,
+                                    shifts)
         size = out_channels * grid[0] * (n1 - n0) * padded[1]
         grads = local_grid[:size].reshape((out_channels, grid[0], n1 - n0, padded[1]))
         shifted_grid(g[n0:n1], grads, 0, out_channels)
-        span = _pass_layout(taps, n1 - n0, grid, padded, shifts)
         conv_nine_taps_weight_grad(image, grads.reshape((out_channels, size // out_channels)),
                                    0, shifts, dw[item], span, chunk, 0, (out_channels + 1) // 2)
