@@ -1,9 +1,12 @@
-"""numba's fused nine-tap convolution loops (`ops.conv._NineTaps`): 2-d convolutions of
+"""numba's nine-tap convolutions: the fused loops (`ops.conv._NineTaps`) and, for many
+channels, the GEMMs over rows of copied taps (`ops.conv._TapRows`): 2-d convolutions of
 stride 1 with a 3x3 (or 1x9) kernel and one group, in float32 and float64, forward and
-both gradients, when numba is installed.
+both gradients, when numba is installed. The cases here are small; the `path` fixture
+sends the stride-1 ones down each way.
 
-They sum each output in another order than a GEMM (per input channel, its nine taps, then
-the next channel), so in float32 they do not round as torch does. Their bound, stated
+The loops sum each output in another order than a GEMM (per input channel, its nine taps,
+then the next channel), and the rows' GEMM in BLAS's order, so in float32 neither rounds
+as torch does. Their bound, stated
 here, is the standard one for a sum of K products computed in any order:
 |computed - exact| <= K * u * sum |terms|, with u = 2**-24 the unit roundoff and K the
 number of terms (C * 9 + 1 for an output, O * 9 for an input gradient, N * H * W for a
@@ -80,27 +83,37 @@ def calls(monkeypatch):
     the work); a pass over a few images calls the whole-batch loops from numba, which
     this does not see (the compiled drivers bind them at compile time)."""
     counts = {"conv_nine_taps": 0, "conv_nine_taps_weight_grad": 0,
-              "conv_nine_taps_by_images": 0, "conv_nine_taps_weight_grad_by_images": 0}
+              "conv_nine_taps_by_images": 0, "conv_nine_taps_weight_grad_by_images": 0,
+              "tap_rows": 0, "rows_to_images": 0, "images_to_rows": 0}
     numba_kernels.kernels()  # imports the module
     monkeypatch.setattr(numba_kernels, "_module", _Counting(numba_kernels._module, counts))
     return counts
 
 
-@pytest.fixture(params=["whole batch", "passes"])
-def passes(request, monkeypatch):
-    """Whether stride-1 convolutions take their images a few at a time (one per pass, two
-    per weight-gradient pass), as large batches do, or pad the whole batch at once, as
-    these small ones do by the rule (`conv._images_per_pass`)."""
+@pytest.fixture(params=["whole batch", "passes", "gemm rows"])
+def path(request, monkeypatch):
+    """How stride-1 convolutions run: the fused loops over the whole batch padded at once,
+    as these small ones do by the rule (`conv._images_per_pass`), or over a few images at
+    a time (one per pass, two per weight-gradient pass), as large batches do; or as
+    GEMMs over rows of copied taps, one image per work item, as convolutions of many
+    channels do (`conv._tap_rows_pay`)."""
     if request.param == "passes":
         monkeypatch.setattr(conv, "_images_per_pass", lambda x, window: 1)
-    return request.param == "passes"
+    if request.param == "gemm rows":
+        monkeypatch.setattr(conv, "_ROWS_MIN_CHANNELS", 1)
+        monkeypatch.setattr(conv, "_ROWS_BYTES", 1)
+    return request.param
 
 
-def _fused(calls, passes: bool, strided: bool) -> bool:
-    """Whether both loops ran, through the passes over a few images where expected."""
-    if passes and not strided:
+def _fused(calls, path: str, strided: bool) -> bool:
+    """Whether the forward and weight-gradient loops of `path` ran (a strided convolution
+    takes the whole-batch loops on every path)."""
+    if path == "passes" and not strided:
         return calls["conv_nine_taps_by_images"] > 0 and \
             calls["conv_nine_taps_weight_grad_by_images"] > 0
+    if path == "gemm rows" and not strided:
+        return calls["tap_rows"] > 0 and calls["rows_to_images"] > 0 and \
+            calls["images_to_rows"] > 0
     return calls["conv_nine_taps"] > 0 and calls["conv_nine_taps_weight_grad"] > 0
 
 
@@ -118,7 +131,7 @@ def _run(x, w, b, g, kw):
 
 
 @pytest.mark.parametrize("xs, ws, kw", CASES, ids=str)
-def test_float32_within_the_summation_bound(compiled, calls, passes, xs, ws, kw):
+def test_float32_within_the_summation_bound(compiled, calls, path, xs, ws, kw):
     rng = np.random.default_rng(0)
     x, w = rng.standard_normal(xs).astype(np.float32), rng.standard_normal(ws).astype(np.float32)
     b = rng.standard_normal(ws[0]).astype(np.float32)
@@ -128,7 +141,7 @@ def test_float32_within_the_summation_bound(compiled, calls, passes, xs, ws, kw)
     g64 = torch.tensor(g, dtype=torch.float64)
     exact.backward(g64)
     out, gx, gw, gb = _run(x, w, b, g, kw)
-    assert _fused(calls, passes, "stride" in kw)
+    assert _fused(calls, path, "stride" in kw)
 
     _, magnitude = _abs_conv(x64.detach(), w64.detach(), kw)
     magnitude = magnitude + b64.detach().abs().reshape(-1, 1, 1)
@@ -190,9 +203,9 @@ def _case(xs, ws, kw):
 @pytest.mark.parametrize("check", [check_gradcheck, check_gradgrad],
                          ids=["gradcheck", "gradgrad"])
 @pytest.mark.parametrize("xs, ws, kw", CASES[:4] + STRIDED, ids=str)
-def test_float64_gradients_and_double_backward(compiled, calls, passes, check, xs, ws, kw):
+def test_float64_gradients_and_double_backward(compiled, calls, path, check, xs, ws, kw):
     check(_case(xs, ws, kw), "cpu")
-    assert _fused(calls, passes, "stride" in kw)
+    assert _fused(calls, path, "stride" in kw)
 
 
 @pytest.mark.parametrize("xs, ws, kw", CASES[:6], ids=str)
@@ -211,7 +224,7 @@ def test_passes_over_a_few_images_give_every_output_the_whole_batchs_value(
     assert calls["conv_nine_taps_by_images"] == 0
     monkeypatch.setattr(conv, "_images_per_pass", lambda x, window: 1)
     passes = _run(x, w, b, g, kw)
-    assert _fused(calls, True, False)
+    assert _fused(calls, "passes", False)
     for one, other in zip(whole[:2], passes[:2], strict=True):
         np.testing.assert_array_equal(one, other)
     np.testing.assert_allclose(passes[2], whole[2], rtol=1e-5, atol=1e-5)
@@ -236,7 +249,7 @@ def test_the_images_per_pass(shape, dtype, kw, part):
 
 
 @pytest.mark.parametrize("kw", [{"padding": 1}, {"padding": 1, "stride": 2}], ids=str)
-def test_results_do_not_depend_on_the_thread_count(compiled, monkeypatch, passes, kw):
+def test_results_do_not_depend_on_the_thread_count(compiled, monkeypatch, path, kw):
     """Every output and weight-gradient entry is summed by one work item in one order."""
     rng = np.random.default_rng(1)
     x = rng.standard_normal((4, 6, 9, 40)).astype(np.float32)
@@ -261,7 +274,7 @@ def test_results_do_not_depend_on_the_thread_count(compiled, monkeypatch, passes
 
 @pytest.mark.parametrize("kw, grid", [({"padding": 1}, (5, 6)),
                                       ({"padding": 1, "stride": 2}, (3, 3))], ids=str)
-def test_pooled_buffers_are_fully_overwritten(compiled, monkeypatch, passes, kw, grid):
+def test_pooled_buffers_are_fully_overwritten(compiled, monkeypatch, path, kw, grid):
     """The loops never read what a reused scratch buffer held: NaN in every pooled
     buffer changes nothing."""
     monkeypatch.setattr(im2col, "_SCRATCH_MIN", 0)
@@ -308,7 +321,7 @@ def test_switched_off_the_gemm_paths_run(calls):
     assert not any(calls.values())
 
 
-def test_strided_inputs_and_a_broadcast_gradient(compiled, calls, passes):
+def test_strided_inputs_and_a_broadcast_gradient(compiled, calls, path):
     """A transposed view as the input and the expanded gradient of sum() are read where
     they lie."""
     rng = np.random.default_rng(3)
@@ -322,4 +335,44 @@ def test_strided_inputs_and_a_broadcast_gradient(compiled, calls, passes):
     expected.sum().backward()
     for a, b in zip(ours, ref, strict=True):
         np.testing.assert_allclose(a.grad.numpy(), b.grad.numpy(), atol=1e-12)
-    assert _fused(calls, passes, False)
+    assert _fused(calls, path, False)
+
+
+@pytest.mark.parametrize("channels, out_channels, stride, rows", [
+    (64, 64, 1, True),  # ResNet-20's last stage
+    (256, 128, 1, True),
+    (32, 64, 1, False),  # too few channels in: the loops
+    (64, 48, 1, False),  # too few out
+    (64, 64, 2, False),  # strided: the loops, on the stride phases
+])
+def test_which_convolutions_take_the_gemm_rows(compiled, calls, channels, out_channels,
+                                              stride, rows):
+    """From `_ROWS_MIN_CHANNELS` channels in and out, a stride-1 nine-tap convolution and
+    both its gradients run as GEMMs over tap rows; below, or strided, the fused loops."""
+    rng = np.random.default_rng(5)
+    x = rng.standard_normal((2, channels, 5, 4)).astype(np.float32)
+    w = rng.standard_normal((out_channels, channels, 3, 3)).astype(np.float32)
+    ours = [dl.tensor(a, requires_grad=True) for a in (x, w)]
+    out = dl.functional.conv2d(*ours, padding=1, stride=stride)
+    out.backward(dl.tensor(np.ones(out.shape, np.float32)))
+    assert (calls["tap_rows"] > 0) == rows
+    assert (calls["images_to_rows"] > 0) == rows  # the weight gradient
+    assert (calls["conv_nine_taps"] > 0) == (not rows)
+    ref = [torch.tensor(a, dtype=torch.float64, requires_grad=True) for a in (x, w)]
+    expected = torch.nn.functional.conv2d(*ref, padding=1, stride=stride)
+    expected.backward(torch.ones_like(expected))
+    for a, b in zip([out] + [t.grad for t in ours], [expected] + [t.grad for t in ref]):
+        np.testing.assert_allclose(a.detach().numpy(), b.detach().numpy(), rtol=1e-4,
+                                   atol=1e-4)
+
+
+@pytest.mark.parametrize("shape, part", [((128, 64, 8, 8), 7), ((2, 64, 32, 32), 1),
+                                         ((16, 256, 4, 4), 7)])
+def test_the_images_per_gemm_rows_item(shape, part):
+    """A work item takes as many images as keep its rows (positions by 9 · C) within
+    `_ROWS_BYTES`, and one image where a single image's exceed them."""
+    x = np.zeros(shape, np.float32)
+    window = conv._window("conv2d", shape[2:], (3, 3), (1, 1), (1, 1), ((1, 1),) * 2)
+    rows = conv._TapRows(numba_kernels.kernels(), np, x, window)
+    assert rows.part == part
+    assert rows.items == -(-shape[0] // part)

@@ -527,3 +527,70 @@ def conv_nine_taps_weight_grad_by_images(x, g, taps, top, left, padded, part, lo
         shifted_grid(g[n0:n1], grads, 0, out_channels)
         conv_nine_taps_weight_grad(image, grads.reshape((out_channels, size // out_channels)),
                                    0, shifts, dw[item], span, chunk, 0, (out_channels + 1) // 2)
+
+
+
+# ------------------------------------------- 3x3 convolutions of many channels: GEMM rows
+@njit(**_ELEMENTWISE)
+def tap_rows(x, taps, top, left, grid, local, rows, n0, n1):
+    """The rows of a stride-1 convolution's GEMM for images n0:n1 of `x` (N, C, H, W):
+    row (n - n0) · G0 · G1 + p holds, for output position p of the `grid` (G0, G1), each
+    tap's C channels in turn (tap t at offsets `taps[t]` in the padded image), zero where
+    the tap falls on the padding, so that rows @ the weights laid out as (T · C, O) is
+    the convolution. `local` (P0, P1, C) holds one image padded by `top` rows and `left`
+    columns, channels last: its border is zero on entry and stays zero (only the interior
+    is written)."""
+    channels, height, width = x.shape[1], x.shape[2], x.shape[3]
+    count, positions = taps.shape[0], grid[0] * grid[1]
+    for n in range(n0, n1):
+        for c in range(channels):
+            image = x[n, c]
+            for i in range(height):
+                source, target = image[i], local[top + i, left:left + width, c]
+                for j in range(width):
+                    target[j] = source[j]
+        base = (n - n0) * positions
+        for i in range(grid[0]):
+            for j in range(grid[1]):
+                row = rows[base + i * grid[1] + j]
+                for t in range(count):
+                    source = local[i + taps[t, 0], j + taps[t, 1]]
+                    target = row[t * channels:(t + 1) * channels]
+                    for c in range(channels):
+                        target[c] = source[c]
+
+
+_TILE = 16  # positions per tile of the row <-> image transposes below
+
+
+@njit(**_ELEMENTWISE)
+def rows_to_images(result, bias, n0, n1, out):
+    """The GEMM's `result` (rows of images n0:n1, as `tap_rows` orders them, by O
+    channels) into out[n0:n1] (N, O, L), plus `bias` (O,): a transpose per image, a tile
+    of positions at a time."""
+    out_channels, length = out.shape[1], out.shape[2]
+    for n in range(n0, n1):
+        base = (n - n0) * length
+        for p0 in range(0, length, _TILE):
+            tile = min(_TILE, length - p0)
+            block = result[base + p0:base + p0 + tile]
+            for o in range(out_channels):
+                target, shift = out[n, o, p0:p0 + tile], bias[o]
+                for q in range(tile):
+                    target[q] = block[q, o] + shift
+
+
+@njit(**_ELEMENTWISE)
+def images_to_rows(y, n0, n1, rows):
+    """y[n0:n1] (N, O, L) as the rows of `tap_rows`' order, (positions, O): the inverse
+    of `rows_to_images` with a zero bias."""
+    out_channels, length = y.shape[1], y.shape[2]
+    for n in range(n0, n1):
+        base = (n - n0) * length
+        for p0 in range(0, length, _TILE):
+            tile = min(_TILE, length - p0)
+            block = rows[base + p0:base + p0 + tile]
+            for o in range(out_channels):
+                source = y[n, o, p0:p0 + tile]
+                for q in range(tile):
+                    block[q, o] = source[q]

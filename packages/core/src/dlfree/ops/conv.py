@@ -25,7 +25,9 @@ the image (`im2col.phase_window`), where each tap reads one phase shifted. In a 
 batch of stride 1 the loops pad a few images at a time into a buffer that stays in cache
 (`_PASS_BYTES`) instead of copying the whole batch padded first. The tap copies and
 partial sums that the GEMMs need cost more memory traffic than the multiplications at the
-channel counts of CIFAR or early ImageNet layers (see docs/performance.md).
+channel counts of CIFAR or early ImageNet layers (see docs/performance.md). From 64
+channels in and out the balance turns: a stride-1 one then runs as one GEMM per few
+images over rows of their copied taps, made in cache (`_TapRows`).
 `unfold` and `fold` are im2col and col2im on their own, each the other's adjoint.
 """
 
@@ -308,13 +310,104 @@ class _NineTaps:
         return (self.matrix, offset) if offset + layout.span <= mine.length else None
 
 
+# From this many channels in and out, a stride-1 nine-tap convolution runs as GEMMs over
+# a few images' rows at a time (`_TapRows`) rather than the fused loops: at 64 channels
+# of 8x8 images the loops run at about 40 % of the sgemm peak and the GEMMs at 90 %
+# (docs/performance.md, "Convolutions"). A work item takes as many images as keep its
+# rows within `_ROWS_BYTES` (at least one).
+_ROWS_MIN_CHANNELS, _ROWS_BYTES = 64, 1 << 20
+
+
+def _tap_rows_pay(x, window, out_channels: int) -> bool:
+    """Whether `_TapRows` serves a convolution of `x` to `out_channels` under `window`
+    that numba's loops can run: stride 1, and many channels in and out."""
+    return all(s == 1 for s in window.stride) and \
+        min(x.shape[1], out_channels) >= _ROWS_MIN_CHANNELS
+
+
+class _TapRows:
+    """A nine-tap convolution of stride 1 over many channels as GEMMs: each work item
+    copies a few images' taps, channels last, into the rows of a matrix (numba's
+    `tap_rows`, (positions, 9 · C), in cache) and multiplies it by the weights, one BLAS
+    thread per item; the output gradient's images, transposed the same way, give the
+    weight gradient. Where the channels are many, the GEMM's deep products beat the
+    fused loops' shifted multiply-adds (`_tap_rows_pay`)."""
+
+    def __init__(self, loops, xp, x, window):
+        self.loops, self.xp, self.x, self.window = loops, xp, x, window
+        self.taps = xp.array([(i * window.dilation[0], j * window.dilation[1])
+                              for i in range(window.kernel[0])
+                              for j in range(window.kernel[1])], xp.int64)
+        self.positions = math.prod(window.grid)
+        row_bytes = self.positions * 9 * x.shape[1] * x.itemsize
+        self.part = max(1, _ROWS_BYTES // row_bytes)
+        self.items = -(-x.shape[0] // self.part)
+
+    def _rows(self, item: int) -> tuple:
+        """Work item `item`'s images n0:n1 and their rows (a scratch buffer)."""
+        xp, x, window = self.xp, self.x, self.window
+        n0 = item * self.part
+        n1 = min(x.shape[0], n0 + self.part)
+        local = scratch(xp, window.padded + (x.shape[1],), x.dtype, zero=True)
+        rows = scratch(xp, ((n1 - n0) * self.positions, 9 * x.shape[1]), x.dtype)
+        top, left = (lo for lo, _ in window.pads)
+        self.loops.tap_rows(x, self.taps, top, left, window.grid, local, rows, n0, n1)
+        return n0, n1, rows
+
+    def convolve(self, w, bias=None):
+        """x ⋆ w (+ bias, one per output channel) as (N, O, *grid)."""
+        xp, o = self.xp, w.shape[0]
+        weights = xp.ascontiguousarray(w.transpose(2, 3, 1, 0).reshape(-1, o))  # (9 C, O)
+        bias = xp.zeros(o, w.dtype) if bias is None else xp.ascontiguousarray(bias)
+        out = xp.empty((self.x.shape[0], o) + self.window.grid, w.dtype)
+        images = out.reshape(out.shape[0], o, self.positions)
+
+        def run(lo: int, hi: int) -> None:
+            for item in range(lo, hi):
+                n0, n1, rows = self._rows(item)
+                result = scratch(xp, (rows.shape[0], o), w.dtype)
+                gemm(rows, weights, result)
+                self.loops.rows_to_images(result, bias, n0, n1, images)
+        parallel_for(self.items, run, products=True, single=True)
+        return out
+
+    def weight_grad(self, y, shape: tuple, taps=None):
+        """The gradient of the weights, of `shape`, for the output gradient `y` (`taps`,
+        which `_NineTaps` can share, has nothing to give here); each item's sum is its
+        own, and the items' are added in order, so the result does not depend on which
+        thread ran which."""
+        xp, o = self.xp, shape[0]
+        grads = y.reshape(y.shape[0], o, self.positions)
+        parts = xp.empty((self.items, 9 * shape[1], o), y.dtype)
+
+        def run(lo: int, hi: int) -> None:
+            for item in range(lo, hi):
+                n0, n1, rows = self._rows(item)
+                g = scratch(xp, (rows.shape[0], o), y.dtype)
+                self.loops.images_to_rows(grads, n0, n1, g)
+                gemm(rows.T, g, parts[item])
+        parallel_for(self.items, run, products=True, single=True)
+        dw = parts.sum(axis=0).reshape(shape[2:] + shape[1::-1])  # (k0, k1, C, O)
+        return xp.ascontiguousarray(dw.transpose(3, 2, 0, 1))
+
+
 def _columns_for(device, x, window, groups: int, out_channels: int):
     """What Conv multiplies by the weights and ConvWeight by the output gradient: numba's
-    fused nine-tap loops where they apply (`_nine_tap_loops`), else `_Columns`."""
-    loops = _nine_tap_loops(device.xp, x, window, groups)
-    if loops is not None:
-        return _NineTaps(loops, device.xp, x, window)
-    return _Columns(device, x, window, groups, out_channels)
+    nine-tap GEMM rows or fused loops where they apply (`_tap_engine`), else `_Columns`."""
+    engine = _tap_engine(device.xp, x, window, groups, out_channels)
+    return _Columns(device, x, window, groups, out_channels) if engine is None else engine
+
+
+def _tap_engine(xp, x, window, groups: int, out_channels: int):
+    """numba's way to convolve `x` under `window` to `out_channels`: `_TapRows` where
+    they pay (`_tap_rows_pay`), else `_NineTaps`; None where numba's loops do not apply
+    (`_nine_tap_loops`)."""
+    loops = _nine_tap_loops(xp, x, window, groups)
+    if loops is None:
+        return None
+    if _tap_rows_pay(x, window, out_channels):
+        return _TapRows(loops, xp, x, window)
+    return _NineTaps(loops, xp, x, window)
 
 
 class _Columns:
@@ -446,8 +539,9 @@ class Conv(Function):
         params = {"window": self.window, "groups": self.groups}
         shared = {}  # the fused loops' copy of g, made for the input gradient, serves both
         if nx and nw and isinstance(self.columns, _NineTaps) and w.numel():
-            taps = _adjoint_taps(self.xp, g._data, self.window, self.groups)
-            shared = {} if taps is None else {"taps": taps}
+            taps = _adjoint_taps(self.xp, g._data, self.window, self.groups,
+                                 w.shape[1] * self.groups)
+            shared = {"taps": taps} if isinstance(taps, _NineTaps) else {}
         grads = (ConvTranspose.apply(g, w, **params, **shared) if nx else None,
                  ConvWeight.apply(x, g, columns=self.columns, **params, **shared)
                  if nw else None)
@@ -475,12 +569,11 @@ class ConvTranspose(Function):
                 ConvWeight.apply(g, y, **params) if nw else None)
 
 
-def _adjoint_taps(xp, y, window, groups: int):
-    """The `_NineTaps` of output gradients `y` for the adjoint convolution of `window`
-    (the input gradient), or None where the fused loops do not apply to it."""
+def _adjoint_taps(xp, y, window, groups: int, channels: int):
+    """numba's engine (`_tap_engine`) for the adjoint convolution of `window` (the input
+    gradient, to `channels`) of output gradients `y`, or None where it does not apply."""
     adjoint = _adjoint_window(window)
-    loops = None if adjoint is None else _nine_tap_loops(xp, y, adjoint, groups)
-    return None if loops is None else _NineTaps(loops, xp, y, adjoint)
+    return None if adjoint is None else _tap_engine(xp, y, adjoint, groups, channels)
 
 
 def _convolve_transposed(device, y, w, window, groups: int, taps=None):
@@ -502,7 +595,7 @@ def _convolve_transposed(device, y, w, window, groups: int, taps=None):
         x = xp.matmul(w_t, y)
         return x.reshape((y.shape[0], groups * channels) + window.size)
     if taps is None and w.size:
-        taps = _adjoint_taps(xp, y, window, groups)
+        taps = _adjoint_taps(xp, y, window, groups, channels * groups)
     if taps is not None:
         return taps.convolve(_adjoint_weight(xp, w, groups))
     adjoint = _adjoint_window(window) if w.size else None
