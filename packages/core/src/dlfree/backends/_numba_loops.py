@@ -529,7 +529,6 @@ def conv_nine_taps_weight_grad_by_images(x, g, taps, top, left, padded, part, lo
                                    0, shifts, dw[item], span, chunk, 0, (out_channels + 1) // 2)
 
 
-
 # ------------------------------------------- 3x3 convolutions of many channels: GEMM rows
 @njit(**_ELEMENTWISE)
 def tap_rows(x, taps, top, left, grid, local, rows, n0, n1):

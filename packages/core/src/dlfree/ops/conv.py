@@ -202,6 +202,14 @@ def _images_per_pass(x, window) -> int:
     return part if part and -(-x.shape[0] // part) >= _MIN_PASSES else 0
 
 
+def _tap_offsets(xp, window):
+    """Each kernel tap's (row, column) offset in the padded image under the 2-d `window`,
+    row-major, as the (taps, 2) int64 array numba's per-image loops read."""
+    return xp.array([(i * window.dilation[0], j * window.dilation[1])
+                     for i in range(window.kernel[0]) for j in range(window.kernel[1])],
+                    xp.int64)
+
+
 class _NineTaps:
     """A nine-tap convolution computed by numba's fused loops (`_nine_tap_loops`): the
     image in the shifted layout, no tap copied, and each output the sum of its nine
@@ -216,9 +224,7 @@ class _NineTaps:
         self.part = _images_per_pass(x, window) if layout.window is window else 0
         if self.part:  # the loops pad the images `part` at a time, in cache
             self.x, self.matrix = x, None
-            self.taps = xp.array([(i * window.dilation[0], j * window.dilation[1])
-                                  for i in range(window.kernel[0])
-                                  for j in range(window.kernel[1])], xp.int64)
+            self.taps = _tap_offsets(xp, window)
             return
         if layout.window is window:
             self.matrix = layout.image(xp, x, 1)[0]  # (C, length)
@@ -335,9 +341,7 @@ class _TapRows:
 
     def __init__(self, loops, xp, x, window):
         self.loops, self.xp, self.x, self.window = loops, xp, x, window
-        self.taps = xp.array([(i * window.dilation[0], j * window.dilation[1])
-                              for i in range(window.kernel[0])
-                              for j in range(window.kernel[1])], xp.int64)
+        self.taps = _tap_offsets(xp, window)
         self.positions = math.prod(window.grid)
         row_bytes = self.positions * 9 * x.shape[1] * x.itemsize
         self.part = max(1, _ROWS_BYTES // row_bytes)
