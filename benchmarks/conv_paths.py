@@ -1,5 +1,6 @@
 """Time a 3x3 convolution, forward and forward + backward, at ResNet shapes: dl.free as
-it runs (numba's fused loops, or from 64 channels its GEMMs over tap rows), on the fused
+it runs (numba's fused loops, or from 32 channels Winograd's F(2x2, 3x3)), without
+Winograd's (the fused loops, or from 64 channels the GEMMs over tap rows), on the fused
 loops alone (with a few images per pass, and with each batch padded whole), on its GEMM
 paths without numba (`DLFREE_NUMBA=0`), and PyTorch, each in its own process with two
 threads: the measurement behind docs/performance.md's "Convolutions".
@@ -18,7 +19,8 @@ from median_time import median_ms
 
 # (N, C, H, W): the three stages of a CIFAR ResNet-20 at batch 128, and the conv2d workload
 SHAPES = [(128, 16, 32, 32), (128, 32, 16, 16), (128, 64, 8, 8), (32, 64, 32, 32)]
-RUNS = {"as it runs": ("dlfree", "1"), "fused loops": ("dlfree-loops", "1"),
+RUNS = {"as it runs": ("dlfree", "1"), "no Winograd": ("dlfree-rows", "1"),
+        "fused loops": ("dlfree-loops", "1"),
         "loops, batch padded whole": ("dlfree-whole", "1"), "GEMM paths": ("dlfree", "0"),
         "PyTorch": ("torch", "")}
 
@@ -41,8 +43,10 @@ def _measure(framework: str) -> None:
         import dlfree as dl
         import dlfree.functional as F
         tensor, no_grad = dl.tensor, dl.no_grad
-        from dlfree.ops import conv
-        if framework in ("dlfree-loops", "dlfree-whole"):  # no channel count takes the rows
+        from dlfree.ops import conv, winograd
+        if framework != "dlfree":  # no channel count takes Winograd's
+            winograd.WINOGRAD_MIN_CHANNELS = 1 << 30
+        if framework in ("dlfree-loops", "dlfree-whole"):  # nor the rows
             conv._ROWS_MIN_CHANNELS = 1 << 30
         if framework == "dlfree-whole":  # no image fits a pass: every batch padded at once
             conv._PASS_BYTES = 0

@@ -21,7 +21,7 @@ import importlib.util
 import dlfree as dl
 from dlfree import threads
 from dlfree.backends import im2col, numba_kernels
-from dlfree.ops import conv
+from dlfree.ops import conv, winograd
 
 import numpy as np
 import pytest
@@ -96,12 +96,14 @@ def path(request, monkeypatch):
     as these small ones do by the rule (`conv._images_per_pass`), or over a few images at
     a time (one per pass, two per weight-gradient pass), as large batches do; or as
     GEMMs over rows of copied taps, one image per work item, as convolutions of many
-    channels do (`conv._tap_rows_pay`)."""
+    channels do (`conv._tap_rows_pay`) where Winograd's algorithm does not take them
+    (tests/core/test_conv_winograd.py)."""
     if request.param == "passes":
         monkeypatch.setattr(conv, "_images_per_pass", lambda x, window: 1)
     if request.param == "gemm rows":
         monkeypatch.setattr(conv, "_ROWS_MIN_CHANNELS", 1)
         monkeypatch.setattr(conv, "_ROWS_BYTES", 1)
+        monkeypatch.setattr(winograd, "WINOGRAD_MIN_CHANNELS", 1 << 30)
     return request.param
 
 
@@ -338,28 +340,30 @@ def test_strided_inputs_and_a_broadcast_gradient(compiled, calls, path):
     assert _fused(calls, path, False)
 
 
-@pytest.mark.parametrize("channels, out_channels, stride, rows", [
-    (64, 64, 1, True),  # ResNet-20's last stage
-    (256, 128, 1, True),
-    (32, 64, 1, False),  # too few channels in: the loops
-    (64, 48, 1, False),  # too few out
-    (64, 64, 2, False),  # strided: the loops, on the stride phases
+@pytest.mark.parametrize("channels, out_channels, kw, rows", [
+    (64, 64, {"padding": 2, "dilation": 2}, True),
+    (256, 128, {"padding": 2, "dilation": 2}, True),
+    (32, 64, {"padding": 2, "dilation": 2}, False),  # too few channels in: the loops
+    (64, 48, {"padding": 2, "dilation": 2}, False),  # too few out
+    (64, 64, {"padding": 1, "stride": 2}, False),  # strided: the loops, on the stride phases
 ])
 def test_which_convolutions_take_the_gemm_rows(compiled, calls, channels, out_channels,
-                                              stride, rows):
-    """From `_ROWS_MIN_CHANNELS` channels in and out, a stride-1 nine-tap convolution and
-    both its gradients run as GEMMs over tap rows; below, or strided, the fused loops."""
+                                              kw, rows):
+    """From `_ROWS_MIN_CHANNELS` channels in and out, a stride-1 nine-tap convolution that
+    Winograd's algorithm does not take (dilated here: tests/core/test_conv_winograd.py has
+    the plain 3x3 ones) and both its gradients run as GEMMs over tap rows; below, or
+    strided, the fused loops."""
     rng = np.random.default_rng(5)
     x = rng.standard_normal((2, channels, 5, 4)).astype(np.float32)
     w = rng.standard_normal((out_channels, channels, 3, 3)).astype(np.float32)
     ours = [dl.tensor(a, requires_grad=True) for a in (x, w)]
-    out = dl.functional.conv2d(*ours, padding=1, stride=stride)
+    out = dl.functional.conv2d(*ours, **kw)
     out.backward(dl.tensor(np.ones(out.shape, np.float32)))
     assert (calls["tap_rows"] > 0) == rows
     assert (calls["images_to_rows"] > 0) == rows  # the weight gradient
     assert (calls["conv_nine_taps"] > 0) == (not rows)
     ref = [torch.tensor(a, dtype=torch.float64, requires_grad=True) for a in (x, w)]
-    expected = torch.nn.functional.conv2d(*ref, padding=1, stride=stride)
+    expected = torch.nn.functional.conv2d(*ref, **kw)
     expected.backward(torch.ones_like(expected))
     for a, b in zip([out] + [t.grad for t in ours], [expected] + [t.grad for t in ref]):
         np.testing.assert_allclose(a.detach().numpy(), b.detach().numpy(), rtol=1e-4,

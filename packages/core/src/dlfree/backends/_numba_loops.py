@@ -593,3 +593,147 @@ def images_to_rows(y, n0, n1, rows):
                 source = y[n, o, p0:p0 + tile]
                 for q in range(tile):
                     block[q, o] = source[q]
+
+
+# ------------------------------ 3x3 convolutions of many channels: Winograd F(2x2, 3x3)
+# A tile is the 4x4 patch of the padded image under a 2x2 block of outputs (tiles overlap
+# by two rows and columns). Its 16 transformed values B^T d B go to 16 matrices, tile by
+# channel, that the caller multiplies by the 16 transformed weights (`ops.winograd`).
+# Every loop over the channels here reads at most four arrays' rows and writes one: LLVM
+# vectorises such a loop behind a check that the rows do not overlap, where a loop
+# writing all 16 values at once needs more checks than it makes and stays scalar.
+@njit(**_ELEMENTWISE)
+def winograd_tiles(x, top, left, tiles, local, rows, v, n0, n1):
+    """B^T d B of every tile of images n0:n1 of `x` (N, C, H, W) padded by `top` rows and
+    `left` columns, into v (16, >= T, C): tile t = (n - n0) · tiles[0] · tiles[1] + row ·
+    tiles[1] + column, its value (i, j) in v[4 i + j, t]. `local` (2 · tiles[0] + 2,
+    2 · tiles[1] + 2, C) holds one image padded, channels last: its border is zero on
+    entry and stays zero (only the interior is written); `rows` (4, local.shape[1], C)
+    holds B^T d for one row of tiles."""
+    channels, height, width = x.shape[1], x.shape[2], x.shape[3]
+    tile_rows, columns = tiles
+    for n in range(n0, n1):
+        for i in range(height):  # a row of every channel at a time: its lines stay in L1
+            target = local[top + i, left:left + width]
+            for c in range(channels):
+                source = x[n, c, i]
+                for j in range(width):
+                    target[j, c] = source[j]
+        base = (n - n0) * tile_rows * columns
+        for ty in range(tile_rows):
+            r = 2 * ty  # B^T d: padded rows r - r+2, r+1 + r+2, r+2 - r+1, r+1 - r+3
+            for j in range(local.shape[1]):
+                for c in range(channels):
+                    rows[0, j, c] = local[r, j, c] - local[r + 2, j, c]
+                for c in range(channels):
+                    rows[1, j, c] = local[r + 1, j, c] + local[r + 2, j, c]
+                for c in range(channels):
+                    rows[2, j, c] = local[r + 2, j, c] - local[r + 1, j, c]
+                for c in range(channels):
+                    rows[3, j, c] = local[r + 1, j, c] - local[r + 3, j, c]
+            for i in range(4):  # then times B: the same along each tile's columns
+                for tx in range(columns):
+                    t, s = base + ty * columns + tx, 2 * tx
+                    for c in range(channels):
+                        v[4 * i, t, c] = rows[i, s, c] - rows[i, s + 2, c]
+                    for c in range(channels):
+                        v[4 * i + 1, t, c] = rows[i, s + 1, c] + rows[i, s + 2, c]
+                    for c in range(channels):
+                        v[4 * i + 2, t, c] = rows[i, s + 2, c] - rows[i, s + 1, c]
+                    for c in range(channels):
+                        v[4 * i + 3, t, c] = rows[i, s + 1, c] - rows[i, s + 3, c]
+
+
+@njit(**_ELEMENTWISE)
+def winograd_outputs(m, tiles, bias, n0, n1, sums, rows, out):
+    """A^T m A of every tile's 16 products m (16, >= T, O), in `winograd_tiles`' order,
+    plus `bias` (O,): each tile's 2x2 outputs into out[n0:n1] (N, O, G0, G1), those past
+    the grid's edge dropped. `sums` (2, 4, O) holds a tile's A^T m; `rows`
+    (2, 2 · tiles[1], O) one row of tiles' outputs, channels last, written out a channel
+    row at a time."""
+    tile_rows, columns = tiles
+    out_channels, height, width = out.shape[1], out.shape[2], out.shape[3]
+    for n in range(n0, n1):
+        base = (n - n0) * tile_rows * columns
+        for ty in range(tile_rows):
+            for tx in range(columns):
+                t, s = base + ty * columns + tx, 2 * tx
+                for j in range(4):  # A^T m: rows 0 + 1 + 2 and 1 - 2 - 3
+                    for o in range(out_channels):
+                        sums[0, j, o] = m[j, t, o] + m[4 + j, t, o] + m[8 + j, t, o]
+                    for o in range(out_channels):
+                        sums[1, j, o] = m[4 + j, t, o] - m[8 + j, t, o] - m[12 + j, t, o]
+                for i in range(2):  # then the same along the columns
+                    for o in range(out_channels):
+                        rows[i, s, o] = sums[i, 0, o] + sums[i, 1, o] + sums[i, 2, o] + bias[o]
+                    for o in range(out_channels):
+                        rows[i, s + 1, o] = sums[i, 1, o] - sums[i, 2, o] - sums[i, 3, o] + \
+                            bias[o]
+            for r in range(min(2, height - 2 * ty)):
+                for o in range(out_channels):
+                    target = out[n, o, 2 * ty + r]
+                    for j in range(width):
+                        target[j] = rows[r, j, o]
+
+
+@njit(**_ELEMENTWISE)
+def winograd_grad_tiles(g, tiles, n0, n1, rows, dm):
+    """A g A^T of every tile's 2x2 output gradients of g[n0:n1] (N, O, G0, G1), zero past
+    the grid's edge, into dm (16, >= T, O) in `winograd_tiles`' order: the adjoint of
+    `winograd_outputs`, which the weight gradient multiplies by the tiles. `rows`
+    (2, 2 · tiles[1], O) holds one row of tiles' gradients, channels last."""
+    tile_rows, columns = tiles
+    out_channels, height, width = g.shape[1], g.shape[2], g.shape[3]
+    for n in range(n0, n1):
+        base = (n - n0) * tile_rows * columns
+        for ty in range(tile_rows):
+            valid = min(2, height - 2 * ty)
+            for r in range(2):
+                for o in range(out_channels):
+                    target = rows[r, :, o]
+                    if r < valid:
+                        source = g[n, o, 2 * ty + r]
+                        for j in range(width):
+                            target[j] = source[j]
+                    for j in range(width if r < valid else 0, 2 * columns):
+                        target[j] = 0
+            for tx in range(columns):
+                t, s = base + ty * columns + tx, 2 * tx
+                # A g: rows g0, g0 + g1, g0 - g1, -g1 of the 2x2 block; then the same along
+                # its columns: (a, b) to a, a + b, a - b, -b
+                for o in range(out_channels):
+                    dm[0, t, o] = rows[0, s, o]
+                for o in range(out_channels):
+                    dm[1, t, o] = rows[0, s, o] + rows[0, s + 1, o]
+                for o in range(out_channels):
+                    dm[2, t, o] = rows[0, s, o] - rows[0, s + 1, o]
+                for o in range(out_channels):
+                    dm[3, t, o] = -rows[0, s + 1, o]
+                for o in range(out_channels):
+                    dm[4, t, o] = rows[0, s, o] + rows[1, s, o]
+                for o in range(out_channels):
+                    dm[5, t, o] = rows[0, s, o] + rows[1, s, o] + rows[0, s + 1, o] + \
+                        rows[1, s + 1, o]
+                for o in range(out_channels):
+                    dm[6, t, o] = rows[0, s, o] + rows[1, s, o] - rows[0, s + 1, o] - \
+                        rows[1, s + 1, o]
+                for o in range(out_channels):
+                    dm[7, t, o] = -rows[0, s + 1, o] - rows[1, s + 1, o]
+                for o in range(out_channels):
+                    dm[8, t, o] = rows[0, s, o] - rows[1, s, o]
+                for o in range(out_channels):
+                    dm[9, t, o] = rows[0, s, o] - rows[1, s, o] + rows[0, s + 1, o] - \
+                        rows[1, s + 1, o]
+                for o in range(out_channels):
+                    dm[10, t, o] = rows[0, s, o] - rows[1, s, o] - rows[0, s + 1, o] + \
+                        rows[1, s + 1, o]
+                for o in range(out_channels):
+                    dm[11, t, o] = rows[1, s + 1, o] - rows[0, s + 1, o]
+                for o in range(out_channels):
+                    dm[12, t, o] = -rows[1, s, o]
+                for o in range(out_channels):
+                    dm[13, t, o] = -rows[1, s, o] - rows[1, s + 1, o]
+                for o in range(out_channels):
+                    dm[14, t, o] = rows[1, s + 1, o] - rows[1, s, o]
+                for o in range(out_channels):
+                    dm[15, t, o] = rows[1, s + 1, o]

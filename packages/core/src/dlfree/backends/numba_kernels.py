@@ -2,8 +2,9 @@
 is installed (`pip install dlfree[numba]`): exact GELU and its gradient in float32, layer
 norm forward and backward over rows, batch norm's statistics, output and gradients per
 channel, an LSTM step's gates forward and backward in float32, 3x3 convolutions of
-stride 1 with their weight gradient and the tap rows of their GEMMs over many channels
-(`ops.conv`), and the shifted layout's copies of 2-d images (`im2col`).
+stride 1 with their weight gradient, the tap rows of their GEMMs over many channels
+(`ops.conv`) and Winograd's tile transforms (`ops.winograd`), and the shifted layout's
+copies of 2-d images (`im2col`).
 
 A NumPy kernel makes one pass over its block per array operation (about 20 for GELU);
 each loop here makes one pass, with every intermediate in a register, which is 4-8x

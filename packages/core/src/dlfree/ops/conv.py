@@ -25,9 +25,11 @@ the image (`im2col.phase_window`), where each tap reads one phase shifted. In a 
 batch of stride 1 the loops pad a few images at a time into a buffer that stays in cache
 (`_PASS_BYTES`) instead of copying the whole batch padded first. The tap copies and
 partial sums that the GEMMs need cost more memory traffic than the multiplications at the
-channel counts of CIFAR or early ImageNet layers (see docs/performance.md). From 64
-channels in and out the balance turns: a stride-1 one then runs as one GEMM per few
-images over rows of their copied taps, made in cache (`_TapRows`).
+channel counts of CIFAR or early ImageNet layers (see docs/performance.md). With more
+channels the balance turns: from 32 in and out a plain 3x3 of stride 1 takes Winograd's
+F(2x2, 3x3) (`ops.winograd`: 16 batched GEMMs over transformed tiles, 4/9 of the
+multiplications), and from 64 a dilated one runs as one GEMM per few images over rows of
+their copied taps, made in cache (`_TapRows`).
 `unfold` and `fold` are im2col and col2im on their own, each the other's adjoint.
 """
 
@@ -43,6 +45,7 @@ from ..backends.im2col import Shifted, Window, phase_window, scratch
 from ..backends.openblas import gemm
 from ..errors import DTypeError, ShapeError
 from ..threads import parallel_for
+from . import winograd
 from ._util import check_float
 
 __all__ = ["pad", "conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d",
@@ -403,9 +406,14 @@ def _columns_for(device, x, window, groups: int, out_channels: int):
 
 
 def _tap_engine(xp, x, window, groups: int, out_channels: int):
-    """numba's way to convolve `x` under `window` to `out_channels`: `_TapRows` where
-    they pay (`_tap_rows_pay`), else `_NineTaps`; None where numba's loops do not apply
+    """numba's way to convolve `x` under `window` to `out_channels`: Winograd's F(2x2, 3x3)
+    where it pays (`winograd.winograd_pays`), else `_TapRows` where they do
+    (`_tap_rows_pay`), else `_NineTaps`; None where numba's loops do not apply
     (`_nine_tap_loops`)."""
+    if winograd.winograd_pays(x, window, groups, out_channels):
+        loops = numba_kernels.kernels_for(xp, "fd", x)
+        if loops is not None:
+            return winograd.Winograd(loops, xp, x, window)
     loops = _nine_tap_loops(xp, x, window, groups)
     if loops is None:
         return None
