@@ -8,8 +8,10 @@ the direct convolution's: |computed - exact| <= K * u * S, with u = 2**-24, S th
 Winograd expression evaluated on absolute values in float64 (|A^T| (sum over channels of
 (|G| |w| |G^T|) ⊙ (|B^T| |d| |B|)) |A|, plus |b|), and K the longest chain of roundings
 behind an entry: the channel sum (C terms, or O for the input gradient, or every tile of
-the batch for the weight gradient) plus 12 for the transforms, the pairwise product and
-the bias (16 for the weight gradient's transform back by G). S exceeds the direct sum of
+the batch for the weight gradient) plus 16 for the rest (the kernel's transform, a sum of
+up to 9 terms, 8; the tile's, 2; the pairwise product, 1; the transform back, 4; the
+bias, 1), or plus 20 for the weight gradient (the gradient's and the tile's transforms,
+2 each, the product, and the transform back by G, a sum of 16 terms). S exceeds the direct sum of
 |terms| (the transforms mix neighbouring pixels and taps), but with coefficients of 1 and
 1/2 only it stays small: measured, the largest error is within 2x of the direct
 convolution's (`test_the_error_is_about_the_direct_sums`). In
@@ -159,17 +161,17 @@ def test_float32_within_the_winograd_bound(everywhere, calls, xs, out_channels, 
     assert _took_winograd(calls)
     pads = _pads(padding)
 
-    bound = (xs[1] + 12) * U32 * (_magnitude(x, w, pads) + np.abs(b).reshape(-1, 1, 1))
+    bound = (xs[1] + 16) * U32 * (_magnitude(x, w, pads) + np.abs(b).reshape(-1, 1, 1))
     assert np.all(np.abs(out - exact.detach().numpy()) <= bound)
 
     # the input gradient: the adjoint convolution of g, the kernel flipped and transposed
     adjoint = np.flip(w.transpose(1, 0, 2, 3), axis=(2, 3))
     mirrored = tuple((2 - lo, 2 - hi) for lo, hi in pads)
-    bound = (out_channels + 12) * U32 * _magnitude(g, adjoint, mirrored)
+    bound = (out_channels + 16) * U32 * _magnitude(g, adjoint, mirrored)
     assert np.all(np.abs(gx - x64.grad.numpy()) <= bound)
 
     terms = xs[0] * np.prod([-(-n // 2) for n in g.shape[2:]])
-    bound = (terms + 16) * U32 * _weight_magnitude(x, g, pads)
+    bound = (terms + 20) * U32 * _weight_magnitude(x, g, pads)
     assert np.all(np.abs(gw - w64.grad.numpy()) <= bound)
     np.testing.assert_allclose(gb, b64.grad.numpy(), rtol=1e-5)
 

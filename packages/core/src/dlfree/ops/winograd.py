@@ -37,6 +37,13 @@ _TILES_PER_ITEM = 256
 _G = ((1.0, 0.0, 0.0), (0.5, 0.5, 0.5), (0.5, -0.5, 0.5), (0.0, 0.0, 1.0))
 
 
+def _kernel_transform(xp, dtype):
+    """G ⊗ G, (16, 9): row 4 a + b times a kernel's nine taps, row-major, is the value
+    (a, b) of G g G^T, so that one GEMM transforms every kernel of a layer at once."""
+    g = xp.asarray(_G, dtype)
+    return xp.kron(g, g)
+
+
 def winograd_pays(x, window, groups: int, out_channels: int) -> bool:
     """Whether Winograd's F(2x2, 3x3) serves the convolution of `x` under `window` to
     `out_channels`: a 3x3 kernel of stride 1 and dilation 1, one group, and at least
@@ -85,8 +92,8 @@ class Winograd:
     def convolve(self, w, bias=None):
         """x ⋆ w (+ bias, one per output channel) as (N, O, *grid)."""
         xp, o = self.xp, w.shape[0]
-        g = xp.asarray(_G, w.dtype)
-        u = xp.einsum("au,ocuv,bv->abco", g, w, g, optimize=True).reshape(16, w.shape[1], o)
+        taps = xp.ascontiguousarray(w.transpose(2, 3, 1, 0)).reshape(9, -1)  # (9, C · O)
+        u = (_kernel_transform(xp, w.dtype) @ taps).reshape(16, w.shape[1], o)
         bias = xp.zeros(o, w.dtype) if bias is None else xp.ascontiguousarray(bias)
         out = xp.empty((self.x.shape[0], o) + self.window.grid, w.dtype)
 
@@ -113,6 +120,6 @@ class Winograd:
                 self.loops.winograd_grad_tiles(y, self.tiles, n0, n1, grads, dm)
                 xp.matmul(v[:, :count].transpose(0, 2, 1), dm[:, :count], out=parts[item])
         parallel_for(self.items, run, products=True)
-        g = xp.asarray(_G, y.dtype)
-        du = parts.sum(axis=0).reshape(4, 4, shape[1], o)
-        return xp.ascontiguousarray(xp.einsum("au,abco,bv->ocuv", g, du, g, optimize=True))
+        du = parts.sum(axis=0).reshape(16, -1)  # (16, C · O)
+        dw = (_kernel_transform(xp, y.dtype).T @ du).reshape(3, 3, shape[1], o)
+        return xp.ascontiguousarray(dw.transpose(3, 2, 0, 1))
