@@ -84,7 +84,7 @@ def calls(monkeypatch):
     this does not see (the compiled drivers bind them at compile time)."""
     counts = {"conv_nine_taps": 0, "conv_nine_taps_weight_grad": 0,
               "conv_nine_taps_by_images": 0, "conv_nine_taps_weight_grad_by_images": 0,
-              "tap_rows": 0, "rows_to_images": 0, "images_to_rows": 0}
+              "tap_rows": 0, "rows_to_images": 0, "images_to_rows": 0, "rows_to_image_grads": 0}
     numba_kernels.kernels()  # imports the module
     monkeypatch.setattr(numba_kernels, "_module", _Counting(numba_kernels._module, counts))
     return counts
@@ -102,6 +102,7 @@ def path(request, monkeypatch):
         monkeypatch.setattr(conv, "_images_per_pass", lambda x, window: 1)
     if request.param == "gemm rows":
         monkeypatch.setattr(conv, "_ROWS_MIN_CHANNELS", 1)
+        monkeypatch.setattr(conv, "_ROWS_MIN_STRIDED", 1)
         monkeypatch.setattr(conv, "_ROWS_BYTES", 1)
         monkeypatch.setattr(winograd, "WINOGRAD_MIN_CHANNELS", 1 << 30)
     return request.param
@@ -109,13 +110,13 @@ def path(request, monkeypatch):
 
 def _fused(calls, path: str, strided: bool) -> bool:
     """Whether the forward and weight-gradient loops of `path` ran (a strided convolution
-    takes the whole-batch loops on every path)."""
+    takes the whole-batch loops on the paths of the fused loops)."""
     if path == "passes" and not strided:
         return calls["conv_nine_taps_by_images"] > 0 and \
             calls["conv_nine_taps_weight_grad_by_images"] > 0
-    if path == "gemm rows" and not strided:
+    if path == "gemm rows":  # a strided one's input gradient adds its rows back too
         return calls["tap_rows"] > 0 and calls["rows_to_images"] > 0 and \
-            calls["images_to_rows"] > 0
+            calls["images_to_rows"] > 0 and (calls["rows_to_image_grads"] > 0 or not strided)
     return calls["conv_nine_taps"] > 0 and calls["conv_nine_taps_weight_grad"] > 0
 
 
@@ -345,14 +346,17 @@ def test_strided_inputs_and_a_broadcast_gradient(compiled, calls, path):
     (256, 128, {"padding": 2, "dilation": 2}, True),
     (32, 64, {"padding": 2, "dilation": 2}, False),  # too few channels in: the loops
     (64, 48, {"padding": 2, "dilation": 2}, False),  # too few out
-    (64, 64, {"padding": 1, "stride": 2}, False),  # strided: the loops, on the stride phases
+    (16, 32, {"padding": 1, "stride": 2}, True),  # strided: from fewer channels
+    (64, 64, {"padding": 1, "stride": 2}, True),
+    (8, 32, {"padding": 1, "stride": 2}, False),  # too few: the loops, on the stride phases
 ])
 def test_which_convolutions_take_the_gemm_rows(compiled, calls, channels, out_channels,
                                               kw, rows):
     """From `_ROWS_MIN_CHANNELS` channels in and out, a stride-1 nine-tap convolution that
     Winograd's algorithm does not take (dilated here: tests/core/test_conv_winograd.py has
-    the plain 3x3 ones) and both its gradients run as GEMMs over tap rows; below, or
-    strided, the fused loops."""
+    the plain 3x3 ones) and both its gradients run as GEMMs over tap rows, and from
+    `_ROWS_MIN_STRIDED` a strided one, its input gradient the rows added back in place;
+    below, the fused loops."""
     rng = np.random.default_rng(5)
     x = rng.standard_normal((2, channels, 5, 4)).astype(np.float32)
     w = rng.standard_normal((out_channels, channels, 3, 3)).astype(np.float32)
@@ -362,6 +366,7 @@ def test_which_convolutions_take_the_gemm_rows(compiled, calls, channels, out_ch
     assert (calls["tap_rows"] > 0) == rows
     assert (calls["images_to_rows"] > 0) == rows  # the weight gradient
     assert (calls["conv_nine_taps"] > 0) == (not rows)
+    assert (calls["rows_to_image_grads"] > 0) == (rows and "stride" in kw)
     ref = [torch.tensor(a, dtype=torch.float64, requires_grad=True) for a in (x, w)]
     expected = torch.nn.functional.conv2d(*ref, **kw)
     expected.backward(torch.ones_like(expected))
@@ -377,6 +382,6 @@ def test_the_images_per_gemm_rows_item(shape, part):
     `_ROWS_BYTES`, and one image where a single image's exceed them."""
     x = np.zeros(shape, np.float32)
     window = conv._window("conv2d", shape[2:], (3, 3), (1, 1), (1, 1), ((1, 1),) * 2)
-    rows = conv._TapRows(numba_kernels.kernels(), np, x, window)
+    rows = conv._TapRows(numba_kernels.kernels(), np, window, x.shape[:2], x.dtype, x)
     assert rows.part == part
     assert rows.items == -(-shape[0] // part)

@@ -531,32 +531,61 @@ def conv_nine_taps_weight_grad_by_images(x, g, taps, top, left, padded, part, lo
 
 # ------------------------------------------- 3x3 convolutions of many channels: GEMM rows
 @njit(**_ELEMENTWISE)
-def tap_rows(x, taps, top, left, grid, local, rows, n0, n1):
-    """The rows of a stride-1 convolution's GEMM for images n0:n1 of `x` (N, C, H, W):
-    row (n - n0) · G0 · G1 + p holds, for output position p of the `grid` (G0, G1), each
-    tap's C channels in turn (tap t at offsets `taps[t]` in the padded image), zero where
-    the tap falls on the padding, so that rows @ the weights laid out as (T · C, O) is
-    the convolution. `local` (P0, P1, C) holds one image padded by `top` rows and `left`
-    columns, channels last: its border is zero on entry and stays zero (only the interior
-    is written)."""
+def tap_rows(x, taps, top, left, stride, grid, local, rows, n0, n1):
+    """The rows of a convolution's GEMM for images n0:n1 of `x` (N, C, H, W): row
+    (n - n0) · G0 · G1 + p holds, for output position p = (i, j) of the `grid` (G0, G1),
+    each tap's C channels in turn (tap t at offsets `taps[t]` from (stride[0] · i,
+    stride[1] · j) in the padded image), zero where the tap falls on the padding, so that
+    rows @ the weights laid out as (T · C, O) is the convolution. `local` (P0, P1, C)
+    holds one image padded by `top` rows and `left` columns, channels last: its border is
+    zero on entry and stays zero (only the interior is written)."""
     channels, height, width = x.shape[1], x.shape[2], x.shape[3]
     count, positions = taps.shape[0], grid[0] * grid[1]
     for n in range(n0, n1):
-        for c in range(channels):
-            image = x[n, c]
-            for i in range(height):
-                source, target = image[i], local[top + i, left:left + width, c]
+        for i in range(height):  # a row of every channel at a time: its lines stay in L1
+            target = local[top + i, left:left + width]
+            for c in range(channels):
+                source = x[n, c, i]
                 for j in range(width):
-                    target[j] = source[j]
+                    target[j, c] = source[j]
         base = (n - n0) * positions
         for i in range(grid[0]):
             for j in range(grid[1]):
                 row = rows[base + i * grid[1] + j]
                 for t in range(count):
-                    source = local[i + taps[t, 0], j + taps[t, 1]]
+                    source = local[stride[0] * i + taps[t, 0], stride[1] * j + taps[t, 1]]
                     target = row[t * channels:(t + 1) * channels]
                     for c in range(channels):
                         target[c] = source[c]
+
+
+@njit(**_ELEMENTWISE)
+def rows_to_image_grads(rows, taps, top, left, stride, grid, local, out, n0, n1):
+    """The adjoint of `tap_rows`: each row's taps, (positions of images n0:n1, T · C),
+    added back at their places in the padded image, whose interior goes to out[n0:n1]
+    (N, C, H, W) (what falls on the padding is dropped). `local` (P0, P1, C) is one
+    image's padded sums, channels last."""
+    channels, height, width = out.shape[1], out.shape[2], out.shape[3]
+    count, positions = taps.shape[0], grid[0] * grid[1]
+    flat = local.reshape(-1)
+    for n in range(n0, n1):
+        for q in range(flat.shape[0]):
+            flat[q] = 0
+        base = (n - n0) * positions
+        for i in range(grid[0]):
+            for j in range(grid[1]):
+                row = rows[base + i * grid[1] + j]
+                for t in range(count):
+                    target = local[stride[0] * i + taps[t, 0], stride[1] * j + taps[t, 1]]
+                    source = row[t * channels:(t + 1) * channels]
+                    for c in range(channels):
+                        target[c] += source[c]
+        for i in range(height):
+            source = local[top + i, left:left + width]
+            for c in range(channels):
+                target = out[n, c, i]
+                for j in range(width):
+                    target[j] = source[j, c]
 
 
 _TILE = 16  # positions per tile of the row <-> image transposes below

@@ -157,16 +157,16 @@ def _columns(backend, x, window, groups: int):
     return columns.reshape(groups, columns.shape[0] // groups, columns.shape[1])
 
 
-def _nine_tap_loops(xp, x, window, groups: int):
-    """numba's fused loops for a convolution of `x` under `window`, or None: they serve
-    one group of float32 or float64 images with a 2-d nine-tap kernel (3x3, or 1x9), when
-    numba is installed: of stride 1 (any padding and dilation) in the shifted layout, or
-    strided without dilation on the stride phases of the images (`_tap_layout`)."""
+def _nine_tap_loops(xp, shape: tuple, window, groups: int, like):
+    """numba's fused loops for a convolution of images of `shape` (N, C, ...) and the dtype
+    of the array `like` under `window`, or None: they serve one group of float32 or
+    float64 images with a 2-d nine-tap kernel (3x3, or 1x9), when numba is installed: of
+    stride 1 (any padding and dilation) in the shifted layout, or strided without
+    dilation on the stride phases of the images (`_tap_layout`)."""
     if groups != 1 or len(window.kernel) != 2 or math.prod(window.kernel) != 9 or \
-            0 in x.shape[:2] or \
-            _tap_layout(window, x.shape[0]) is None:
+            0 in shape[:2] or _tap_layout(window, shape[0]) is None:
         return None
-    return numba_kernels.kernels_for(xp, "fd", x)
+    return numba_kernels.kernels_for(xp, "fd", like)
 
 
 def _tap_layout(window, batch: int):
@@ -319,54 +319,72 @@ class _NineTaps:
         return (self.matrix, offset) if offset + layout.span <= mine.length else None
 
 
-# From this many channels in and out, a stride-1 nine-tap convolution runs as GEMMs over
-# a few images' rows at a time (`_TapRows`) rather than the fused loops: at 64 channels
-# of 8x8 images the loops run at about 40 % of the sgemm peak and the GEMMs at 90 %
-# (docs/performance.md, "Convolutions"). A work item takes as many images as keep its
-# rows within `_ROWS_BYTES` (at least one).
-_ROWS_MIN_CHANNELS, _ROWS_BYTES = 64, 1 << 20
+# From this many channels in and out, a stride-1 nine-tap convolution that Winograd's
+# algorithm does not take (dilated) runs as GEMMs over a few images' rows at a time
+# (`_TapRows`) rather than the fused loops: at 64 channels of 8x8 images the loops run at
+# about 40 % of the sgemm peak and the GEMMs at 90 % (docs/performance.md,
+# "Convolutions"). A strided one takes them from `_ROWS_MIN_STRIDED` channels in: the
+# loops on the stride phases read each phase shifted, with short rows, and its input
+# gradient would otherwise be W^T @ g and col2im over the whole batch. A work item takes
+# as many images as keep its rows within `_ROWS_BYTES` (at least one).
+_ROWS_MIN_CHANNELS, _ROWS_MIN_STRIDED, _ROWS_BYTES = 64, 16, 1 << 20
 
 
-def _tap_rows_pay(x, window, out_channels: int) -> bool:
-    """Whether `_TapRows` serves a convolution of `x` to `out_channels` under `window`
-    that numba's loops can run: stride 1, and many channels in and out."""
-    return all(s == 1 for s in window.stride) and \
-        min(x.shape[1], out_channels) >= _ROWS_MIN_CHANNELS
+def _tap_rows_pay(channels: int, window, out_channels: int) -> bool:
+    """Whether `_TapRows` serves a convolution of `channels` to `out_channels` under
+    `window` that numba's loops can run: many channels in and out, fewer where it is
+    strided."""
+    least = _ROWS_MIN_CHANNELS if all(s == 1 for s in window.stride) else _ROWS_MIN_STRIDED
+    return min(channels, out_channels) >= least
 
 
 class _TapRows:
-    """A nine-tap convolution of stride 1 over many channels as GEMMs: each work item
-    copies a few images' taps, channels last, into the rows of a matrix (numba's
-    `tap_rows`, (positions, 9 · C), in cache) and multiplies it by the weights, one BLAS
-    thread per item; the output gradient's images, transposed the same way, give the
-    weight gradient. Where the channels are many, the GEMM's deep products beat the
-    fused loops' shifted multiply-adds (`_tap_rows_pay`)."""
+    """A nine-tap convolution over many channels as GEMMs: each work item copies a few
+    images' taps, channels last, into the rows of a matrix (numba's `tap_rows`,
+    (positions, 9 · C), in cache) and multiplies it by the weights, one BLAS thread per
+    item; the output gradient's images, transposed the same way, give the weight
+    gradient, and times the weights transposed, rows whose taps added back in place
+    (`rows_to_image_grads`) are the input gradient. Where the channels are many, the
+    GEMM's deep products beat the fused loops' shifted multiply-adds (`_tap_rows_pay`).
+    Made for the input gradient alone, it needs only the images' `shape` (N, C), not x."""
 
-    def __init__(self, loops, xp, x, window):
+    def __init__(self, loops, xp, window, shape: tuple, dtype, x=None):
         self.loops, self.xp, self.x, self.window = loops, xp, x, window
+        self.shape, self.dtype = shape, dtype
         self.taps = _tap_offsets(xp, window)
         self.positions = math.prod(window.grid)
-        row_bytes = self.positions * 9 * x.shape[1] * x.itemsize
+        row_bytes = self.positions * 9 * shape[1] * xp.dtype(dtype).itemsize
         self.part = max(1, _ROWS_BYTES // row_bytes)
-        self.items = -(-x.shape[0] // self.part)
+        self.items = -(-shape[0] // self.part)
+
+    def _images(self, item: int) -> tuple:
+        """Work item `item`'s images n0:n1."""
+        n0 = item * self.part
+        return n0, min(self.shape[0], n0 + self.part)
+
+    def _local(self):
+        """One padded image, channels last, zero (a scratch buffer)."""
+        return scratch(self.xp, self.window.padded + (self.shape[1],), self.dtype, zero=True)
 
     def _rows(self, item: int) -> tuple:
         """Work item `item`'s images n0:n1 and their rows (a scratch buffer)."""
-        xp, x, window = self.xp, self.x, self.window
-        n0 = item * self.part
-        n1 = min(x.shape[0], n0 + self.part)
-        local = scratch(xp, window.padded + (x.shape[1],), x.dtype, zero=True)
-        rows = scratch(xp, ((n1 - n0) * self.positions, 9 * x.shape[1]), x.dtype)
-        top, left = (lo for lo, _ in window.pads)
-        self.loops.tap_rows(x, self.taps, top, left, window.grid, local, rows, n0, n1)
+        n0, n1 = self._images(item)
+        rows = scratch(self.xp, ((n1 - n0) * self.positions, 9 * self.shape[1]), self.dtype)
+        top, left = (lo for lo, _ in self.window.pads)
+        self.loops.tap_rows(self.x, self.taps, top, left, self.window.stride,
+                            self.window.grid, self._local(), rows, n0, n1)
         return n0, n1, rows
+
+    def _weights(self, w):
+        """(O, C, 3, 3) weights as the rows' (9 · C, O) matrix."""
+        return self.xp.ascontiguousarray(w.transpose(2, 3, 1, 0).reshape(-1, w.shape[0]))
 
     def convolve(self, w, bias=None):
         """x ⋆ w (+ bias, one per output channel) as (N, O, *grid)."""
         xp, o = self.xp, w.shape[0]
-        weights = xp.ascontiguousarray(w.transpose(2, 3, 1, 0).reshape(-1, o))  # (9 C, O)
+        weights = self._weights(w)
         bias = xp.zeros(o, w.dtype) if bias is None else xp.ascontiguousarray(bias)
-        out = xp.empty((self.x.shape[0], o) + self.window.grid, w.dtype)
+        out = xp.empty((self.shape[0], o) + self.window.grid, w.dtype)
         images = out.reshape(out.shape[0], o, self.positions)
 
         def run(lo: int, hi: int) -> None:
@@ -375,6 +393,27 @@ class _TapRows:
                 result = scratch(xp, (rows.shape[0], o), w.dtype)
                 gemm(rows, weights, result)
                 self.loops.rows_to_images(result, bias, n0, n1, images)
+        parallel_for(self.items, run, products=True, single=True)
+        return out
+
+    def input_grad(self, y, w):
+        """The gradient of the images, (N, C, *size), for the output gradient `y` and the
+        weights `w` (O, C, 3, 3)."""
+        xp, window = self.xp, self.window
+        weights = self._weights(w).T  # (O, 9 · C)
+        grads = y.reshape(y.shape[0], y.shape[1], self.positions)
+        out = xp.empty(self.shape + window.size, self.dtype)
+        top, left = (lo for lo, _ in window.pads)
+
+        def run(lo: int, hi: int) -> None:
+            for item in range(lo, hi):
+                n0, n1 = self._images(item)
+                g = scratch(xp, ((n1 - n0) * self.positions, y.shape[1]), self.dtype)
+                self.loops.images_to_rows(grads, n0, n1, g)
+                rows = scratch(xp, (g.shape[0], weights.shape[1]), self.dtype)
+                gemm(g, weights, rows)
+                self.loops.rows_to_image_grads(rows, self.taps, top, left, window.stride,
+                                               window.grid, self._local(), out, n0, n1)
         parallel_for(self.items, run, products=True, single=True)
         return out
 
@@ -414,11 +453,11 @@ def _tap_engine(xp, x, window, groups: int, out_channels: int):
         loops = numba_kernels.kernels_for(xp, "fd", x)
         if loops is not None:
             return winograd.Winograd(loops, xp, x, window)
-    loops = _nine_tap_loops(xp, x, window, groups)
+    loops = _nine_tap_loops(xp, x.shape, window, groups, x)
     if loops is None:
         return None
-    if _tap_rows_pay(x, window, out_channels):
-        return _TapRows(loops, xp, x, window)
+    if _tap_rows_pay(x.shape[1], window, out_channels):
+        return _TapRows(loops, xp, window, x.shape[:2], x.dtype, x)
     return _NineTaps(loops, xp, x, window)
 
 
@@ -588,6 +627,18 @@ def _adjoint_taps(xp, y, window, groups: int, channels: int):
     return None if adjoint is None else _tap_engine(xp, y, adjoint, groups, channels)
 
 
+def _rows_input_grad(xp, y, w, window, groups: int):
+    """The input gradient of a strided nine-tap convolution, for the output gradient `y`
+    and the weights `w`, by `_TapRows` where they serve that convolution, else None."""
+    shape = (y.shape[0], w.shape[1] * groups)
+    if all(s == 1 for s in window.stride) or not w.size:
+        return None
+    loops = _nine_tap_loops(xp, shape, window, groups, y)
+    if loops is None or not _tap_rows_pay(shape[1], window, w.shape[0]):
+        return None
+    return _TapRows(loops, xp, window, shape, y.dtype).input_grad(y, w)
+
+
 def _convolve_transposed(device, y, w, window, groups: int, taps=None):
     """(N, O, *grid) y times Conv's adjoint in x, for (O, C/groups, *kernel) weights w.
 
@@ -597,7 +648,8 @@ def _convolve_transposed(device, y, w, window, groups: int, taps=None):
     tap's columns in the shifted layout, which are added at their shifts (col2im, but
     with contiguous adds). Otherwise it is a
     convolution of y with the flipped, transposed kernel, which copies y's columns
-    instead: fewer of them in that case. Other strides take W^T @ y and col2im.
+    instead: fewer of them in that case. A strided nine-tap one takes numba's GEMM rows
+    where they serve it (`_rows_input_grad`); other strides take W^T @ y and col2im.
     """
     xp, d = device.xp, len(window.kernel)
     out_channels, channels = w.shape[0] // groups, w.shape[1]
@@ -610,6 +662,9 @@ def _convolve_transposed(device, y, w, window, groups: int, taps=None):
         taps = _adjoint_taps(xp, y, window, groups, channels * groups)
     if taps is not None:
         return taps.convolve(_adjoint_weight(xp, w, groups))
+    x = _rows_input_grad(xp, y, w, window, groups)
+    if x is not None:
+        return x
     adjoint = _adjoint_window(window) if w.size else None
     layout = Shifted.of(window, y.shape[0]) if w.size else None
     if layout is not None and channels < out_channels:
