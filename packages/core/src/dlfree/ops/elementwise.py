@@ -67,6 +67,15 @@ def _check_divisor(a, b, op: str) -> None:
 
 
 # ------------------------------------------------------------ two-input ops
+def _threaded(xp, ufunc, a, b):
+    """ufunc(a, b) of two NumPy arrays of one shape and dtype, in blocks on the threads
+    (`for_elements`) where they are large and contiguous, else None. An add of two
+    8 MiB arrays waits on memory; one core's loads do not fill its bandwidth."""
+    out = xp.empty(a.shape, a.dtype)
+    return out if for_elements(xp, lambda o, x, y: ufunc(x, y, out=o), out, a, b,
+                               runs=True) else None
+
+
 class _Binary(Function):
     """A two-input op whose inputs broadcast against each other, built by `_binary`.
 
@@ -79,12 +88,17 @@ class _Binary(Function):
 
     keep = None
     reads = True  # whether grads takes saved tensors (False: backward skips saved_tensors)
+    ufunc = None  # the NumPy ufunc's name where `kernel` is one (then large arrays thread)
 
     def forward(self, a, b):
         self.shapes = (a.shape, b.shape)
         if self.keep is not None:
             na, nb = self.needs_input_grad or (False, False)
             self.saves = self.keep(na, nb)
+        if self.ufunc is not None and a.shape == b.shape and a.dtype == b.dtype:
+            out = _threaded(self.xp, getattr(self.xp, self.ufunc), a, b)
+            if out is not None:
+                return out
         return self.kernel(self.xp, a, b)
 
     def backward(self, g):
@@ -96,7 +110,7 @@ class _Binary(Function):
 
 
 def _binary(name, kernel, grads, doc, *, saves=(0, 1), keep=None, save_output=False,
-            inputs="any", hint="", methods=None, reflected=None, autocast=None):
+            inputs="any", hint="", methods=None, reflected=None, autocast=None, ufunc=None):
     """Build a two-input broadcasting op: its Function (`_Binary`) and its public function,
     which promotes its operands to PyTorch's result dtype; returns both.
 
@@ -105,13 +119,14 @@ def _binary(name, kernel, grads, doc, *, saves=(0, 1), keep=None, save_output=Fa
     default float dtype ("promote"), or raise with `hint` unless allowed by "numeric"
     (integers, not bool) or "float" (never). The function is bound as the Tensor methods
     `methods` (its name when None), `reflected` names the swapped method (`__radd__`), and
-    `autocast` is the Function's autocast policy.
+    `autocast` is the Function's autocast policy, and `ufunc` the name of the NumPy ufunc
+    that `kernel` is, if it is one.
     """
     cls = type(name.capitalize(), (_Binary,), {
         "kernel": staticmethod(kernel), "grads": staticmethod(grads), "__doc__": doc,
         "saves": saves, "keep": None if keep is None else staticmethod(keep),
         "save_output": save_output, "reads": bool(saves or keep or save_output),
-        "autocast": autocast,
+        "autocast": autocast, "ufunc": ufunc,
     })
     if inputs == "any":
         def op(input, other):
@@ -241,20 +256,21 @@ def _nan_extremum_grads(keeps):
 # name, kernel, grads, doc, then what differs from _binary's defaults
 Add, _add = _binary("add", lambda xp, a, b: a + b, lambda g, na, nb: (g, g),
                     "input + other, broadcast, in PyTorch's result dtype.", saves=(),
-                    methods=("__add__",), reflected="__radd__")
+                    methods=("__add__",), reflected="__radd__", ufunc="add")
 Sub, _sub = _binary("sub", lambda xp, a, b: a - b, lambda g, na, nb: (g, -g if nb else None),
                     "input - other, broadcast, in PyTorch's result dtype.", saves=(),
                     inputs="numeric", hint="use ^ or logical_xor() for bool tensors",
-                    methods=("__sub__",), reflected="__rsub__")
+                    methods=("__sub__",), reflected="__rsub__", ufunc="subtract")
 Mul, mul = _binary("mul", lambda xp, a, b: a * b, _mul_grads,
                    "input * other, broadcast, in PyTorch's result dtype.", saves=(),
                    keep=lambda na, nb: ((0,) if nb else ()) + ((1,) if na else ()),
-                   methods=("mul", "multiply", "__mul__"), reflected="__rmul__")
+                   methods=("mul", "multiply", "__mul__"), reflected="__rmul__",
+                   ufunc="multiply")
 # the dividend is read only for the divisor's gradient (so `h.div_(2)` stays legal)
 Div, _div = _binary("div", lambda xp, a, b: a / b, _div_grads,
                     "input / other; integers divide to the default float dtype, as in torch.",
                     saves=(), keep=lambda na, nb: (0, 1) if nb else (1,), inputs="promote",
-                    methods=("__truediv__",), reflected="__rtruediv__")
+                    methods=("__truediv__",), reflected="__rtruediv__", ufunc="true_divide")
 Pow, _pow = _binary("pow", _pow_kernel, _pow_grads,
                     "tensor ** tensor (a Python number on either side arrives as a 0-d "
                     "tensor).", save_output=True, inputs="numeric", methods=())
