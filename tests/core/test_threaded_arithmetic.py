@@ -1,7 +1,8 @@
-"""+, -, * and / of two large NumPy arrays of one shape and dtype run in blocks on the
-threads (`ops.elementwise._threaded`): the same values as NumPy's one call, bit for bit,
-in every dtype they take, and the gradients unchanged; broadcasting, strided views and
-small arrays take the one call (mixed dtypes are promoted to one first, as in torch)."""
+"""+, -, * and / of two large NumPy arrays (4 MiB or more each) of one shape and dtype run
+in blocks on the threads (`ops.elementwise._threaded`): the same values as NumPy's one
+call, bit for bit, in every dtype they take, and the gradients unchanged; broadcasting,
+strided views and smaller arrays take the one call (mixed dtypes are promoted to one
+first, as in torch)."""
 
 from __future__ import annotations
 
@@ -58,7 +59,7 @@ def test_large_operands_match_numpys_one_call(blocks, op, dtype):
 @pytest.mark.parametrize("op", OPS)
 def test_the_gradients_are_those_of_the_one_call(blocks, op):
     rng = np.random.default_rng(1)
-    a, b = (rng.standard_normal((128, 16, 32, 4)) + 3 for _ in range(2))
+    a, b = (rng.standard_normal((128, 16, 32, 8)) + 3 for _ in range(2))  # 4 MiB each
     fn, _ = OPS[op]
     x, y = dl.tensor(a, requires_grad=True), dl.tensor(b, requires_grad=True)
     fn(x, y).sum().backward()
@@ -68,15 +69,17 @@ def test_the_gradients_are_those_of_the_one_call(blocks, op):
     assert blocks
 
 
-@pytest.mark.parametrize("case", ["broadcast", "transposed", "small"])
+@pytest.mark.parametrize("case", ["broadcast", "transposed", "small", "under 4 MiB"])
 def test_what_cannot_be_cut_alike_takes_the_one_call(blocks, case):
     rng = np.random.default_rng(2)
-    a = rng.standard_normal((256, 1024)).astype(np.float32)
+    a = rng.standard_normal((1024, 1024)).astype(np.float32)  # 4 MiB: large enough
     b = {"broadcast": rng.standard_normal(1024).astype(np.float32),
-         "transposed": rng.standard_normal((1024, 256)).astype(np.float32).T,
-         "small": a[:4, :4].copy()}[case]
+         "transposed": rng.standard_normal((1024, 1024)).astype(np.float32).T,
+         "small": a[:4, :4].copy(), "under 4 MiB": None}[case]
     if case == "small":
         a = a[:4, :4].copy()
+    if case == "under 4 MiB":  # 2 MiB each: in cache, one call is faster than handing over
+        a, b = a[:512].copy(), a[512:].copy()
     out = dl.tensor(a) + dl.tensor(b)
     np.testing.assert_array_equal(out.numpy(), a + b)
     assert not blocks

@@ -67,10 +67,20 @@ def _check_divisor(a, b, op: str) -> None:
 
 
 # ------------------------------------------------------------ two-input ops
+# Operands of this many bytes or more take `_threaded`. An add of two 8 MiB arrays that
+# are not in cache waits on memory, which one core's loads do not keep busy; one of two
+# 1 MiB arrays in cache takes about 40 us, and the threads' hand-over (a worker that
+# finds its core taken by OpenBLAS's spinning threads) can cost more: threaded, the
+# char-level GPT's step lost 8 ms on sixteen such adds.
+_THREADED_OPERAND_BYTES = 4 << 20
+
+
 def _threaded(xp, ufunc, a, b):
     """ufunc(a, b) of two NumPy arrays of one shape and dtype, in blocks on the threads
-    (`for_elements`) where they are large and contiguous, else None. An add of two
-    8 MiB arrays waits on memory; one core's loads do not fill its bandwidth."""
+    (`for_elements`) where they are large (`_THREADED_OPERAND_BYTES`) and contiguous,
+    else None."""
+    if a.nbytes < _THREADED_OPERAND_BYTES:
+        return None
     out = xp.empty(a.shape, a.dtype)
     return out if for_elements(xp, lambda o, x, y: ufunc(x, y, out=o), out, a, b,
                                runs=True) else None
