@@ -219,3 +219,17 @@ def test_fast_in_place_arithmetic_is_as_quiet_as_out_of_place(op):
         want = expected(np.array([np.inf, 0.0, 1.0]), np.array([0.0, 0.0, np.inf])
                         if op in ("mul_", "div_") else -np.inf)
     np.testing.assert_array_equal(t.numpy(), want)
+
+
+def test_increment_version_marks_a_change_made_outside_the_ops():
+    """As torch.autograd.graph.increment_version: a compiled loop that wrote a tensor's
+    array says so, and backward then refuses what was saved of it, through its views too."""
+    x = dl.tensor(np.ones(4), requires_grad=True)
+    base = x * 1
+    view = base[1:]
+    y = (view * view).sum()  # saves the view
+    dl.autograd.graph.increment_version(base)
+    with pytest.raises(dl.AutogradError, match="modified by an in-place operation"):
+        y.backward()
+    with pytest.raises(dl.DTypeError, match="expected a Tensor, got ndarray"):
+        dl.autograd.graph.increment_version(np.ones(2))

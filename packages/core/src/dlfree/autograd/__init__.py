@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from . import functional
+from . import functional, graph
 from .anomaly import detect_anomaly, set_detect_anomaly
 from .function import Function
 from .grad_mode import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
@@ -11,7 +11,7 @@ from .recompute import checkpoint, checkpoint_sequential
 
 __all__ = ["Function", "grad", "backward", "gradcheck", "gradgradcheck", "no_grad",
            "enable_grad", "set_grad_enabled", "is_grad_enabled", "detect_anomaly",
-           "set_detect_anomaly", "checkpoint", "checkpoint_sequential", "functional"]
+           "set_detect_anomaly", "checkpoint", "checkpoint_sequential", "functional", "graph"]
 
 
 def _as_list(x):
