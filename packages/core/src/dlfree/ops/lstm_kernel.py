@@ -12,7 +12,10 @@ ufunc calls.
 
 from __future__ import annotations
 
+import numpy
+
 from ..backends import numba_kernels
+from ..backends.openblas import gemm
 
 
 def _sigmoid_(xp, a) -> None:
@@ -148,5 +151,10 @@ def hidden_weight_grads(d_gates, h0, hs, bias: bool, reverse: bool) -> tuple:
     before = slice(1, None) if reverse else slice(None, -1)
     d_hh = d_gates[ran_first].T @ h0
     if steps > 1:
-        d_hh += d_gates[rest].reshape(-1, width).T @ hs[before].reshape(-1, hs.shape[-1])
+        grads = d_gates[rest].reshape(-1, width).T
+        hidden = hs[before].reshape(-1, hs.shape[-1])
+        if isinstance(d_hh, numpy.ndarray):  # BLAS adds the product in place: no temporary
+            gemm(grads, hidden, d_hh, accumulate=True)
+        else:
+            d_hh += grads @ hidden
     return d_hh, d_gates.reshape(-1, width).sum(0) if bias else None
