@@ -31,6 +31,7 @@ import numpy as np
 import pytest
 import torch
 
+from support.conv_checks import check_against_torch, check_strided_input_and_broadcast_gradient
 from support.parity import Case, check_gradcheck, check_gradgrad
 
 pytestmark = pytest.mark.skipif(importlib.util.find_spec("numba") is None,
@@ -245,17 +246,7 @@ def test_pooled_buffers_are_fully_overwritten(everywhere, monkeypatch):
 def test_strided_inputs_and_a_broadcast_gradient(everywhere, calls):
     """A transposed view as the input and the expanded gradient of sum() are read where
     they lie."""
-    rng = np.random.default_rng(3)
-    x, w = rng.standard_normal((2, 3, 7, 5)), rng.standard_normal((4, 3, 3, 3))
-    ours = [dl.tensor(a, requires_grad=True) for a in (x, w)]
-    ref = [torch.tensor(a, requires_grad=True) for a in (x, w)]
-    out = dl.functional.conv2d(ours[0].transpose(2, 3), ours[1], padding=1)
-    expected = torch.nn.functional.conv2d(ref[0].transpose(2, 3), ref[1], padding=1)
-    np.testing.assert_allclose(out.detach().numpy(), expected.detach().numpy(), atol=1e-12)
-    out.sum().backward()
-    expected.sum().backward()
-    for a, b in zip(ours, ref, strict=True):
-        np.testing.assert_allclose(a.grad.numpy(), b.grad.numpy(), atol=1e-12)
+    check_strided_input_and_broadcast_gradient()
     assert _took_winograd(calls)
 
 
@@ -283,12 +274,7 @@ def test_which_convolutions_take_winograd(compiled, calls, channels, out_channel
     out.backward(dl.tensor(np.ones(out.shape, dtype)))
     assert _took_winograd(calls) == taken
     assert calls["tap_rows"] + calls["conv_nine_taps"] == 0 or not taken
-    ref = [torch.tensor(a, dtype=torch.float64, requires_grad=True) for a in (x, w)]
-    expected = torch.nn.functional.conv2d(*ref, **kw)
-    expected.backward(torch.ones_like(expected))
-    for a, b in zip([out] + [t.grad for t in ours], [expected] + [t.grad for t in ref]):
-        np.testing.assert_allclose(a.detach().numpy(), b.detach().numpy(), rtol=1e-4,
-                                   atol=1e-4)
+    check_against_torch(x, w, kw, out, [t.grad for t in ours])
 
 
 @pytest.mark.parametrize("shape, part", [((32, 64, 32, 32), 1), ((128, 64, 8, 8), 16),
