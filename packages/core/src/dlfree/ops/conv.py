@@ -376,7 +376,7 @@ class _TapRows:
         return n0, n1, rows
 
     def _weights(self, w):
-        """(O, C, 3, 3) weights as the rows' (9 · C, O) matrix."""
+        """(O, C, k0, k1) nine-tap weights as the rows' (9 · C, O) matrix."""
         return self.xp.ascontiguousarray(w.transpose(2, 3, 1, 0).reshape(-1, w.shape[0]))
 
     def convolve(self, w, bias=None):
@@ -398,7 +398,7 @@ class _TapRows:
 
     def input_grad(self, y, w):
         """The gradient of the images, (N, C, *size), for the output gradient `y` and the
-        weights `w` (O, C, 3, 3)."""
+        nine-tap weights `w` (O, C, k0, k1)."""
         xp, window = self.xp, self.window
         weights = self._weights(w).T  # (O, 9 · C)
         grads = y.reshape(y.shape[0], y.shape[1], self.positions)
