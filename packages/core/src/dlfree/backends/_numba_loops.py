@@ -530,6 +530,40 @@ def conv_nine_taps_weight_grad_by_images(x, g, taps, top, left, padded, part, lo
 
 
 # ------------------------------------------- 3x3 convolutions of many channels: GEMM rows
+@njit(**_INLINE)
+def _pad_channels_last(x, n, top, left, local):
+    """Image n of `x` (N, C, H, W) into the interior of `local` (P0, P1, C), `top` rows and
+    `left` columns in, channels last: a row of every channel at a time, whose lines stay
+    in L1."""
+    channels, height, width = x.shape[1], x.shape[2], x.shape[3]
+    for i in range(height):
+        target = local[top + i, left:left + width]
+        for c in range(channels):
+            source = x[n, c, i]
+            for j in range(width):
+                target[j, c] = source[j]
+
+
+@njit(**_INLINE)
+def _tap_runs(rows, taps, stride, grid, local, base, add):
+    """Each output position p = (i, j) of the `grid` against its taps in the padded image
+    `local` (P0, P1, C): row base + p of `rows` holds tap t's C channels at t · C. With
+    `add` they are added back at their places (the adjoint), else copied into the row."""
+    channels = local.shape[2]
+    for i in range(grid[0]):
+        for j in range(grid[1]):
+            row = rows[base + i * grid[1] + j]
+            for t in range(taps.shape[0]):
+                place = local[stride[0] * i + taps[t, 0], stride[1] * j + taps[t, 1]]
+                run = row[t * channels:(t + 1) * channels]
+                if add:
+                    for c in range(channels):
+                        place[c] += run[c]
+                else:
+                    for c in range(channels):
+                        run[c] = place[c]
+
+
 @njit(**_ELEMENTWISE)
 def tap_rows(x, taps, top, left, stride, grid, local, rows, n0, n1):
     """The rows of a convolution's GEMM for images n0:n1 of `x` (N, C, H, W): row
@@ -539,24 +573,9 @@ def tap_rows(x, taps, top, left, stride, grid, local, rows, n0, n1):
     rows @ the weights laid out as (T · C, O) is the convolution. `local` (P0, P1, C)
     holds one image padded by `top` rows and `left` columns, channels last: its border is
     zero on entry and stays zero (only the interior is written)."""
-    channels, height, width = x.shape[1], x.shape[2], x.shape[3]
-    count, positions = taps.shape[0], grid[0] * grid[1]
     for n in range(n0, n1):
-        for i in range(height):  # a row of every channel at a time: its lines stay in L1
-            target = local[top + i, left:left + width]
-            for c in range(channels):
-                source = x[n, c, i]
-                for j in range(width):
-                    target[j, c] = source[j]
-        base = (n - n0) * positions
-        for i in range(grid[0]):
-            for j in range(grid[1]):
-                row = rows[base + i * grid[1] + j]
-                for t in range(count):
-                    source = local[stride[0] * i + taps[t, 0], stride[1] * j + taps[t, 1]]
-                    target = row[t * channels:(t + 1) * channels]
-                    for c in range(channels):
-                        target[c] = source[c]
+        _pad_channels_last(x, n, top, left, local)
+        _tap_runs(rows, taps, stride, grid, local, (n - n0) * grid[0] * grid[1], False)
 
 
 @njit(**_ELEMENTWISE)
@@ -566,20 +585,11 @@ def rows_to_image_grads(rows, taps, top, left, stride, grid, local, out, n0, n1)
     (N, C, H, W) (what falls on the padding is dropped). `local` (P0, P1, C) is one
     image's padded sums, channels last."""
     channels, height, width = out.shape[1], out.shape[2], out.shape[3]
-    count, positions = taps.shape[0], grid[0] * grid[1]
     flat = local.reshape(-1)
     for n in range(n0, n1):
         for q in range(flat.shape[0]):
             flat[q] = 0
-        base = (n - n0) * positions
-        for i in range(grid[0]):
-            for j in range(grid[1]):
-                row = rows[base + i * grid[1] + j]
-                for t in range(count):
-                    target = local[stride[0] * i + taps[t, 0], stride[1] * j + taps[t, 1]]
-                    source = row[t * channels:(t + 1) * channels]
-                    for c in range(channels):
-                        target[c] += source[c]
+        _tap_runs(rows, taps, stride, grid, local, (n - n0) * grid[0] * grid[1], True)
         for i in range(height):
             source = local[top + i, left:left + width]
             for c in range(channels):
@@ -639,15 +649,10 @@ def winograd_tiles(x, top, left, tiles, local, rows, v, n0, n1):
     2 · tiles[1] + 2, C) holds one image padded, channels last: its border is zero on
     entry and stays zero (only the interior is written); `rows` (4, local.shape[1], C)
     holds B^T d for one row of tiles."""
-    channels, height, width = x.shape[1], x.shape[2], x.shape[3]
+    channels = x.shape[1]
     tile_rows, columns = tiles
     for n in range(n0, n1):
-        for i in range(height):  # a row of every channel at a time: its lines stay in L1
-            target = local[top + i, left:left + width]
-            for c in range(channels):
-                source = x[n, c, i]
-                for j in range(width):
-                    target[j, c] = source[j]
+        _pad_channels_last(x, n, top, left, local)
         base = (n - n0) * tile_rows * columns
         for ty in range(tile_rows):
             r = 2 * ty  # B^T d: padded rows r - r+2, r+1 + r+2, r+2 - r+1, r+1 - r+3
